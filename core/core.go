@@ -1,0 +1,186 @@
+// Package core holds govgate's domain: the types that every adapter speaks
+// (DAO, Webhook, Notification, Delivery), the error model the HTTP layers
+// map to statuses, and the rules that belong to the domain rather than to
+// any one adapter. Adapters live in sub-packages and do not import each other;
+// core/cmd/govgate wires them.
+package core
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// GovernorKind names the family of governor contract a DAO uses.
+type GovernorKind string
+
+const (
+	// KindOZGovernor is OpenZeppelin Governor 4.x/5.x: hashed proposal ids,
+	// clock timepoints.
+	KindOZGovernor GovernorKind = "oz-governor"
+	// KindGovernorBravo is Compound GovernorBravo: sequential ids, block numbers.
+	KindGovernorBravo GovernorKind = "governor-bravo"
+)
+
+// Valid reports whether k is a known governor kind.
+func (k GovernorKind) Valid() bool { return k == KindOZGovernor || k == KindGovernorBravo }
+
+// DAO is one governed organisation that govgate follows. DAOs come from the
+// configuration file, not from the store.
+type DAO struct {
+	Slug       string       `json:"slug" yaml:"slug"`
+	Name       string       `json:"name" yaml:"name"`
+	ChainID    uint64       `json:"chainId" yaml:"chain_id"`
+	Governor   string       `json:"governor" yaml:"governor"`
+	Kind       GovernorKind `json:"kind" yaml:"kind"`
+	StartBlock uint64       `json:"startBlock" yaml:"start_block"`
+}
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)
+
+// ValidSlug reports whether s can name a DAO in a URL path: lowercase
+// letters, digits and inner hyphens, at most 64 characters.
+func ValidSlug(s string) bool { return slugPattern.MatchString(s) }
+
+// WebhookState is the lifecycle state of a webhook registration.
+type WebhookState string
+
+const (
+	WebhookActive      WebhookState = "active"
+	WebhookDeactivated WebhookState = "deactivated"
+)
+
+// Webhook is a registered receiver. Its secret never appears here: the store
+// keeps it encrypted and hands it out only to the signer.
+type Webhook struct {
+	ID                  int64        `json:"id"`
+	URL                 string       `json:"url"`
+	State               WebhookState `json:"state"`
+	CreatedAt           time.Time    `json:"createdAt"`
+	UpdatedAt           time.Time    `json:"updatedAt"`
+	DeactivatedAt       *time.Time   `json:"deactivatedAt,omitempty"`
+	DeactivatedReason   string       `json:"deactivatedReason,omitempty"`
+	ConsecutiveFailures int          `json:"consecutiveFailures"`
+	FailingSince        *time.Time   `json:"failingSince,omitempty"`
+	LastDeliveryAt      *time.Time   `json:"lastDeliveryAt,omitempty"`
+}
+
+// Notification is one governance event published to webhooks. Its JSON form
+// is the delivery body unless a plugin transforms it.
+type Notification struct {
+	ID         string          `json:"id"`
+	Type       string          `json:"type"`
+	DAO        string          `json:"dao"`
+	OccurredAt time.Time       `json:"occurredAt"`
+	Data       json.RawMessage `json:"data"`
+}
+
+// Notification types emitted by the chain indexer. The admin API may publish
+// any type that matches NotificationTypePattern.
+const (
+	TypeProposalCreated  = "proposal.created"
+	TypeVoteCast         = "vote.cast"
+	TypeProposalQueued   = "proposal.queued"
+	TypeProposalExecuted = "proposal.executed"
+	TypeProposalCanceled = "proposal.canceled"
+	TypeProposalExtended = "proposal.extended"
+	TypeTest             = "test"
+)
+
+var typePattern = regexp.MustCompile(`^[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)*$`)
+
+// ValidNotificationType reports whether t is a dotted lowercase event name of
+// at most 64 bytes, such as "proposal.created".
+func ValidNotificationType(t string) bool { return len(t) <= 64 && typePattern.MatchString(t) }
+
+// DeliveryState is where a delivery stands in the queue.
+type DeliveryState string
+
+const (
+	DeliveryPending   DeliveryState = "pending"   // waiting for its next attempt
+	DeliveryInFlight  DeliveryState = "in_flight" // claimed by a worker under a lease
+	DeliverySucceeded DeliveryState = "succeeded"
+	DeliveryFailed    DeliveryState = "failed"   // attempts exhausted or receiver gone
+	DeliveryCanceled  DeliveryState = "canceled" // webhook deactivated before delivery
+	DeliveryDropped   DeliveryState = "dropped"  // a plugin filtered it out
+)
+
+// Delivery is one notification bound for one webhook.
+type Delivery struct {
+	ID             int64         `json:"id"`
+	NotificationID string        `json:"notificationId"`
+	WebhookID      int64         `json:"webhookId"`
+	State          DeliveryState `json:"state"`
+	Attempts       int           `json:"attempts"`
+	NextAttemptAt  time.Time     `json:"nextAttemptAt"`
+	LastError      string        `json:"lastError,omitempty"`
+	LastStatus     int           `json:"lastStatus,omitempty"`
+	CreatedAt      time.Time     `json:"createdAt"`
+	UpdatedAt      time.Time     `json:"updatedAt"`
+	CompletedAt    *time.Time    `json:"completedAt,omitempty"`
+}
+
+// Error codes are stable: clients match on them, the README lists them, and
+// the HTTP layers map each to one status.
+const (
+	ECodeInvalidJSON          = "invalid_json"
+	ECodeInvalidRequest       = "invalid_request"
+	ECodeInvalidURL           = "invalid_url"
+	ECodeForbiddenURL         = "forbidden_url"
+	ECodeUnsupportedMediaType = "unsupported_media_type"
+	ECodeBodyTooLarge         = "body_too_large"
+	ECodeNotFound             = "not_found"
+	ECodeUnknownDAO           = "unknown_dao"
+	ECodeConflict             = "conflict"
+	ECodeUnauthorized         = "unauthorized"
+	ECodeRateLimited          = "rate_limited"
+	ECodeUnavailable          = "unavailable"
+	ECodeInternal             = "internal"
+	ECodeMethodNotAllowed     = "method_not_allowed"
+)
+
+// Error is govgate's one error model: a stable code and a message that is
+// safe to show a client. Internal detail stays in the wrapped error and the log.
+type Error struct {
+	Code    string
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return e.Code + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with the given code and a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, ECodeInternal
+// for any other non-nil error, and "" for nil.
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ECodeInternal
+}
+
+// ErrorMessage returns the client-safe message of err.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}

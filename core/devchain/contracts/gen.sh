@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# gen.sh regenerates artifacts/*.json (ABI + creation bytecode) from src/*.sol
+# with the solc and @openzeppelin/contracts versions pinned in
+# package-lock.json. It needs node and npm (the npm registry, or a warm npm
+# cache). Run it from anywhere:
+#
+#	bash core/devchain/contracts/gen.sh     (or: go generate ./core/devchain)
+set -euo pipefail
+cd "$(dirname "$0")"
+if [ ! -d node_modules/solc ] || [ ! -d node_modules/@openzeppelin/contracts ]; then
+	npm ci --no-audit --no-fund
+fi
+node gen.js

@@ -1,0 +1,110 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-gormigrate/gormigrate/v2"
+	"gorm.io/gorm"
+)
+
+// migrations are append-only: a released migration is never edited, so a
+// user who upgrades keeps their data. Each one freezes the table shapes it
+// creates instead of reusing live model types.
+var migrations = []*gormigrate.Migration{
+	{ID: "0001_webhooks_notifications_deliveries", Migrate: migrate0001, Rollback: rollback0001},
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	m := gormigrate.New(s.db.WithContext(ctx), &gormigrate.Options{
+		TableName:                 "schema_migrations",
+		IDColumnName:              "id",
+		IDColumnSize:              255,
+		UseTransaction:            true,
+		ValidateUnknownMigrations: true,
+	}, migrations)
+	if s.dialect == Postgres {
+		// Several govgate processes may start at once: one migrates, the
+		// others wait for it.
+		return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Exec("SELECT pg_advisory_xact_lock(727100001)").Error; err != nil {
+				return fmt.Errorf("migrate: lock: %w", err)
+			}
+			if err := gormigrate.New(tx, &gormigrate.Options{
+				TableName: "schema_migrations", IDColumnName: "id", IDColumnSize: 255,
+				ValidateUnknownMigrations: true,
+			}, migrations).Migrate(); err != nil {
+				return fmt.Errorf("migrate: %w", err)
+			}
+			return nil
+		})
+	}
+	if err := m.Migrate(); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+func migrate0001(tx *gorm.DB) error {
+	type Webhook struct {
+		ID                  int64  `gorm:"primaryKey;autoIncrement"`
+		URL                 string `gorm:"size:2048;not null;uniqueIndex:ux_webhooks_url"`
+		State               string `gorm:"size:16;not null;index"`
+		SecretCiphertext    []byte `gorm:"not null"`
+		CreatedAt           time.Time `gorm:"not null"`
+		UpdatedAt           time.Time `gorm:"not null"`
+		DeactivatedAt       *time.Time
+		DeactivatedReason   string `gorm:"size:512;not null;default:''"`
+		ConsecutiveFailures int    `gorm:"not null;default:0"`
+		FailingSince        *time.Time
+		LastDeliveryAt      *time.Time
+		LastSuccessAt       *time.Time
+	}
+	type Notification struct {
+		ID         string    `gorm:"primaryKey;size:128"`
+		Type       string    `gorm:"size:64;not null;index:ix_notifications_type"`
+		DAO        string    `gorm:"column:dao;size:64;not null;index:ix_notifications_dao"`
+		OccurredAt time.Time `gorm:"not null"`
+		Body       []byte    `gorm:"not null"`
+		Source     string    `gorm:"size:16;not null"`
+		CreatedAt  time.Time `gorm:"not null;index:ix_notifications_created"`
+	}
+	type Delivery struct {
+		ID             int64     `gorm:"primaryKey;autoIncrement"`
+		NotificationID string    `gorm:"size:128;not null;uniqueIndex:ux_deliveries_notification_webhook,priority:1"`
+		WebhookID      int64     `gorm:"not null;uniqueIndex:ux_deliveries_notification_webhook,priority:2;index:ix_deliveries_webhook,priority:1"`
+		State          string    `gorm:"size:16;not null"`
+		NextAttemptAt  time.Time `gorm:"not null"`
+		Attempts       int       `gorm:"not null;default:0"`
+		LeaseToken     string    `gorm:"size:64;not null;default:''"`
+		LastStatus     int       `gorm:"not null;default:0"`
+		LastError      string    `gorm:"size:1024;not null;default:''"`
+		CreatedAt      time.Time `gorm:"not null"`
+		UpdatedAt      time.Time `gorm:"not null"`
+		CompletedAt    *time.Time
+	}
+	type DeliveryAttempt struct {
+		ID              int64     `gorm:"primaryKey;autoIncrement"`
+		DeliveryID      int64     `gorm:"not null;index:ix_attempts_delivery"`
+		WebhookID       int64     `gorm:"not null"`
+		Number          int       `gorm:"not null"`
+		StartedAt       time.Time `gorm:"not null"`
+		DurationMs      float64   `gorm:"not null"`
+		StatusCode      int       `gorm:"not null;default:0"`
+		Outcome         string    `gorm:"size:16;not null"`
+		Error           string    `gorm:"size:1024;not null;default:''"`
+		ResponseExcerpt string    `gorm:"size:2048;not null;default:''"`
+		PluginTrace     string    `gorm:"type:text;not null;default:''"`
+	}
+	if err := tx.Migrator().CreateTable(&Webhook{}, &Notification{}, &Delivery{}, &DeliveryAttempt{}); err != nil {
+		return err
+	}
+	// The claim query walks this partial index in due order and never
+	// touches finished deliveries, however many there are.
+	return tx.Exec(`CREATE INDEX ix_deliveries_due ON deliveries (next_attempt_at, id) WHERE state IN ('pending', 'in_flight')`).Error
+}
+
+func rollback0001(tx *gorm.DB) error {
+	return tx.Migrator().DropTable("delivery_attempts", "deliveries", "notifications", "webhooks")
+}

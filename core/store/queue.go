@@ -1,0 +1,519 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/govgate/govgate/core"
+)
+
+type deliveryRow struct {
+	ID             int64
+	NotificationID string
+	WebhookID      int64
+	State          string
+	NextAttemptAt  time.Time
+	Attempts       int
+	LeaseToken     string
+	LastStatus     int
+	LastError      string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+}
+
+func (deliveryRow) TableName() string { return "deliveries" }
+
+func (r deliveryRow) domain() core.Delivery {
+	return core.Delivery{
+		ID: r.ID, NotificationID: r.NotificationID, WebhookID: r.WebhookID, State: core.DeliveryState(r.State),
+		Attempts: r.Attempts, NextAttemptAt: r.NextAttemptAt.UTC(), LastError: r.LastError, LastStatus: r.LastStatus,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), CompletedAt: utcPtr(r.CompletedAt),
+	}
+}
+
+type attemptRow struct {
+	ID              int64
+	DeliveryID      int64
+	WebhookID       int64
+	Number          int
+	StartedAt       time.Time
+	DurationMs      float64
+	StatusCode      int
+	Outcome         string
+	Error           string
+	ResponseExcerpt string
+	PluginTrace     string
+}
+
+func (attemptRow) TableName() string { return "delivery_attempts" }
+
+// Job is a claimed delivery with everything needed to send it. It belongs to
+// the claimer until its lease runs out.
+type Job struct {
+	DeliveryID   int64
+	LeaseToken   string
+	Attempt      int // 1 for the first attempt
+	Notification core.Notification
+	Body         []byte // the canonical notification JSON
+	WebhookID    int64
+	WebhookURL   string
+	Secret       string
+}
+
+// Claim takes up to limit due deliveries (pending, or in flight with an
+// expired lease) for the caller, leasing them until now+lease. Deliveries
+// of the webhooks in exclude are left for later. On PostgreSQL concurrent
+// claimers skip each other's rows (FOR UPDATE SKIP LOCKED); on SQLite the
+// single writer gives the same guarantee.
+func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclude []int64) ([]Job, error) {
+	token, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	var (
+		where = "state IN (?, ?) AND next_attempt_at <= ?"
+		args  = []any{string(core.DeliveryPending), string(core.DeliveryInFlight), now}
+	)
+	if len(exclude) > 0 {
+		where += " AND webhook_id NOT IN ?"
+		args = append(args, exclude)
+	}
+	lock := ""
+	if s.dialect == Postgres {
+		lock = " FOR UPDATE SKIP LOCKED"
+	}
+	sql := `UPDATE deliveries SET state = ?, lease_token = ?, next_attempt_at = ?, attempts = attempts + 1, updated_at = ?
+		WHERE id IN (SELECT id FROM deliveries WHERE ` + where + ` ORDER BY next_attempt_at, id LIMIT ?` + lock + `)
+		RETURNING id, notification_id, webhook_id, attempts`
+	all := append([]any{string(core.DeliveryInFlight), token, now.Add(lease), now}, args...)
+	all = append(all, limit)
+	var claimed []struct {
+		ID             int64
+		NotificationID string
+		WebhookID      int64
+		Attempts       int
+	}
+	if err := s.db.WithContext(ctx).Raw(sql, all...).Scan(&claimed).Error; err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	if len(claimed) == 0 {
+		return nil, nil
+	}
+	nIDs := make([]string, 0, len(claimed))
+	wIDs := make([]int64, 0, len(claimed))
+	seenN, seenW := map[string]bool{}, map[int64]bool{}
+	for _, c := range claimed {
+		if !seenN[c.NotificationID] {
+			seenN[c.NotificationID] = true
+			nIDs = append(nIDs, c.NotificationID)
+		}
+		if !seenW[c.WebhookID] {
+			seenW[c.WebhookID] = true
+			wIDs = append(wIDs, c.WebhookID)
+		}
+	}
+	var notes []notificationRow
+	if err := s.db.WithContext(ctx).Where("id IN ?", nIDs).Find(&notes).Error; err != nil {
+		return nil, fmt.Errorf("claim deliveries: load notifications: %w", err)
+	}
+	var hooks []webhookRow
+	if err := s.db.WithContext(ctx).Select("id", "url", "state", "secret_ciphertext").Where("id IN ?", wIDs).Find(&hooks).Error; err != nil {
+		return nil, fmt.Errorf("claim deliveries: load webhooks: %w", err)
+	}
+	noteByID := make(map[string]notificationRow, len(notes))
+	for _, n := range notes {
+		noteByID[n.ID] = n
+	}
+	type hook struct{ url, secret string }
+	hookByID := make(map[int64]hook, len(hooks))
+	for _, h := range hooks {
+		if h.State != string(core.WebhookActive) {
+			continue
+		}
+		secret, err := s.openSecret(h.URL, h.SecretCiphertext)
+		if err != nil {
+			return nil, err
+		}
+		hookByID[h.ID] = hook{url: h.URL, secret: secret}
+	}
+	jobs := make([]Job, 0, len(claimed))
+	for _, c := range claimed {
+		n, okN := noteByID[c.NotificationID]
+		h, okH := hookByID[c.WebhookID]
+		if !okN || !okH {
+			// The webhook was deactivated between fan-out and claim; its
+			// deactivation canceled the rest.
+			s.db.WithContext(ctx).Exec(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND lease_token = ?`,
+				string(core.DeliveryCanceled), now, now, "webhook deactivated", c.ID, token)
+			continue
+		}
+		note, err := n.domain()
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, Job{
+			DeliveryID: c.ID, LeaseToken: token, Attempt: c.Attempts,
+			Notification: note, Body: n.Body,
+			WebhookID: c.WebhookID, WebhookURL: h.url, Secret: h.secret,
+		})
+	}
+	return jobs, nil
+}
+
+// Release hands claimed deliveries back without counting an attempt, due
+// after delay (used when a webhook is at its concurrency limit or the
+// process shuts down).
+func (s *Store) Release(ctx context.Context, jobs []Job, delay time.Duration) error {
+	now := s.now()
+	for _, j := range jobs {
+		if err := s.db.WithContext(ctx).Exec(`UPDATE deliveries SET state = ?, lease_token = '', next_attempt_at = ?, attempts = attempts - 1, updated_at = ?
+			WHERE id = ? AND lease_token = ? AND state = ?`,
+			string(core.DeliveryPending), now.Add(delay), now, j.DeliveryID, j.LeaseToken, string(core.DeliveryInFlight)).Error; err != nil {
+			return fmt.Errorf("release delivery: %w", err)
+		}
+	}
+	return nil
+}
+
+// Outcome is what an attempt decided for its delivery.
+type Outcome string
+
+const (
+	OutcomeSucceeded Outcome = "succeeded" // 2xx: done
+	OutcomeRetry     Outcome = "retry"     // failed, another attempt at NextAttemptAt
+	OutcomeFailed    Outcome = "failed"    // failed, no attempt left
+	OutcomeGone      Outcome = "gone"      // 410: deactivate the webhook
+	OutcomeDropped   Outcome = "dropped"   // a plugin filtered the delivery out
+)
+
+// AttemptResult records one attempt of a claimed delivery.
+type AttemptResult struct {
+	Job             Job
+	Outcome         Outcome
+	StartedAt       time.Time
+	Duration        time.Duration
+	StatusCode      int
+	Error           string
+	ResponseExcerpt string
+	PluginTrace     string
+	NextAttemptAt   time.Time // with OutcomeRetry
+}
+
+// CompleteOptions carries the webhook health rules applied on completion.
+type CompleteOptions struct {
+	// DisableAfter deactivates a webhook whose deliveries have all failed
+	// for at least this long (0: never).
+	DisableAfter time.Duration
+}
+
+// Complete records a batch of attempts in one transaction: the attempt log,
+// each delivery's new state (only while the caller still holds its lease),
+// and the webhooks' failure streaks, deactivating a webhook on 410 or after
+// DisableAfter of failures. It returns the ids of webhooks it deactivated.
+func (s *Store) Complete(ctx context.Context, results []AttemptResult, opts CompleteOptions) (deactivated []int64, err error) {
+	if len(results) == 0 {
+		return nil, nil
+	}
+	now := s.now()
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		attempts := make([]attemptRow, 0, len(results))
+		type streak struct {
+			success, failure bool
+			gone             bool
+			last             time.Time
+		}
+		hooks := map[int64]*streak{}
+		var order []int64
+		for _, r := range results {
+			j := r.Job
+			state, next, completed := "", now, (*time.Time)(nil)
+			switch r.Outcome {
+			case OutcomeSucceeded:
+				state, completed = string(core.DeliverySucceeded), &now
+			case OutcomeRetry:
+				state, next = string(core.DeliveryPending), r.NextAttemptAt.UTC()
+			case OutcomeFailed, OutcomeGone:
+				state, completed = string(core.DeliveryFailed), &now
+			case OutcomeDropped:
+				state, completed = string(core.DeliveryDropped), &now
+			default:
+				return fmt.Errorf("unknown outcome %q", r.Outcome)
+			}
+			res := tx.Exec(`UPDATE deliveries SET state = ?, next_attempt_at = ?, completed_at = ?, lease_token = '', last_status = ?, last_error = ?, updated_at = ?
+				WHERE id = ? AND lease_token = ? AND state = ?`,
+				state, next, completed, r.StatusCode, truncate(r.Error, 1024), now,
+				j.DeliveryID, j.LeaseToken, string(core.DeliveryInFlight))
+			if res.Error != nil {
+				return fmt.Errorf("update delivery: %w", res.Error)
+			}
+			if res.RowsAffected == 0 {
+				// The lease ran out and another worker owns the delivery now,
+				// or the webhook was deactivated: its record wins.
+				s.log.Warn("attempt completed after its lease was lost", "delivery", j.DeliveryID, "outcome", string(r.Outcome))
+				continue
+			}
+			if r.Outcome == OutcomeDropped && r.PluginTrace == "" {
+				continue
+			}
+			attempts = append(attempts, attemptRow{
+				DeliveryID: j.DeliveryID, WebhookID: j.WebhookID, Number: j.Attempt,
+				StartedAt: r.StartedAt.UTC(), DurationMs: float64(r.Duration.Microseconds()) / 1000,
+				StatusCode: r.StatusCode, Outcome: string(r.Outcome), Error: truncate(r.Error, 1024),
+				ResponseExcerpt: truncate(r.ResponseExcerpt, 2048), PluginTrace: r.PluginTrace,
+			})
+			if r.Outcome == OutcomeDropped {
+				continue
+			}
+			st := hooks[j.WebhookID]
+			if st == nil {
+				st = &streak{}
+				hooks[j.WebhookID] = st
+				order = append(order, j.WebhookID)
+			}
+			if r.Outcome == OutcomeSucceeded {
+				st.success = true
+			} else {
+				st.failure = true
+			}
+			st.gone = st.gone || r.Outcome == OutcomeGone
+		}
+		if len(attempts) > 0 {
+			if err := tx.CreateInBatches(attempts, 200).Error; err != nil {
+				return fmt.Errorf("record attempts: %w", err)
+			}
+		}
+		for _, id := range order {
+			st := hooks[id]
+			var err error
+			if st.success {
+				// One success in the batch ends the failure streak.
+				err = tx.Exec(`UPDATE webhooks SET consecutive_failures = 0, failing_since = NULL, last_delivery_at = ?, last_success_at = ? WHERE id = ?`, now, now, id).Error
+			} else {
+				err = tx.Exec(`UPDATE webhooks SET consecutive_failures = consecutive_failures + 1, failing_since = COALESCE(failing_since, ?), last_delivery_at = ? WHERE id = ?`, now, now, id).Error
+			}
+			if err != nil {
+				return fmt.Errorf("update webhook streak: %w", err)
+			}
+			reason := ""
+			switch {
+			case st.gone:
+				reason = "receiver answered 410 Gone"
+			case st.failure && !st.success && opts.DisableAfter > 0:
+				var since struct{ FailingSince *time.Time }
+				if err := tx.Raw(`SELECT failing_since FROM webhooks WHERE id = ?`, id).Scan(&since).Error; err != nil {
+					return err
+				}
+				if since.FailingSince != nil && now.Sub(since.FailingSince.UTC()) >= opts.DisableAfter {
+					reason = fmt.Sprintf("every delivery failed since %s (disable_after %s)", since.FailingSince.UTC().Format(time.RFC3339), opts.DisableAfter)
+				}
+			}
+			if reason == "" {
+				continue
+			}
+			res := tx.Exec(`UPDATE webhooks SET state = ?, deactivated_at = ?, deactivated_reason = ?, updated_at = ? WHERE id = ? AND state = ?`,
+				string(core.WebhookDeactivated), now, reason, now, id, string(core.WebhookActive))
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected == 1 {
+				deactivated = append(deactivated, id)
+				if err := tx.Exec(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE webhook_id = ? AND state IN (?, ?)`,
+					string(core.DeliveryCanceled), now, now, "webhook deactivated: "+reason, id, string(core.DeliveryPending), string(core.DeliveryInFlight)).Error; err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete deliveries: %w", err)
+	}
+	return deactivated, nil
+}
+
+// Replay schedules a finished delivery (failed, succeeded, dropped or
+// canceled) for a fresh round of attempts, now, with the full retry
+// schedule. Its webhook must be active.
+func (s *Store) Replay(ctx context.Context, id int64) (core.Delivery, error) {
+	var out deliveryRow
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var row deliveryRow
+		if err := tx.Where("id = ?", id).Take(&row).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return notFound("delivery")
+			}
+			return err
+		}
+		if row.State == string(core.DeliveryPending) || row.State == string(core.DeliveryInFlight) {
+			return core.Errorf(core.ECodeConflict, "delivery %d is still %s", id, row.State)
+		}
+		var wh webhookRow
+		if err := tx.Select("id", "state").Where("id = ?", row.WebhookID).Take(&wh).Error; err != nil {
+			return err
+		}
+		if wh.State != string(core.WebhookActive) {
+			return core.Errorf(core.ECodeConflict, "webhook %d is deactivated; reactivate it before replaying", wh.ID)
+		}
+		now := s.now()
+		res := tx.Exec(`UPDATE deliveries SET state = ?, attempts = 0, next_attempt_at = ?, completed_at = NULL, lease_token = '', updated_at = ? WHERE id = ? AND state = ?`,
+			string(core.DeliveryPending), now, now, id, row.State)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return core.Errorf(core.ECodeConflict, "delivery %d changed; try again", id)
+		}
+		return tx.Where("id = ?", id).Take(&out).Error
+	})
+	if err != nil {
+		var ce *core.Error
+		if errors.As(err, &ce) {
+			return core.Delivery{}, err
+		}
+		return core.Delivery{}, fmt.Errorf("replay delivery: %w", err)
+	}
+	return out.domain(), nil
+}
+
+// Attempt is one recorded attempt of a delivery.
+type Attempt struct {
+	Number          int       `json:"number"`
+	StartedAt       time.Time `json:"startedAt"`
+	DurationMs      float64   `json:"durationMs"`
+	StatusCode      int       `json:"statusCode,omitempty"`
+	Outcome         string    `json:"outcome"`
+	Error           string    `json:"error,omitempty"`
+	ResponseExcerpt string    `json:"responseExcerpt,omitempty"`
+	PluginTrace     string    `json:"pluginTrace,omitempty"`
+}
+
+// DeliveryWithAttempts is a delivery and its attempt log, oldest first.
+type DeliveryWithAttempts struct {
+	core.Delivery
+	NotificationType string    `json:"notificationType"`
+	DAO              string    `json:"dao"`
+	AttemptLog       []Attempt `json:"attemptLog"`
+}
+
+// ListDeliveries lists a webhook's deliveries newest first with their attempts.
+func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, state core.DeliveryState, p Page) (items []DeliveryWithAttempts, next int64, err error) {
+	q := s.db.WithContext(ctx).Where("webhook_id = ?", webhookID).Order("id DESC").Limit(p.limit() + 1)
+	if p.Before > 0 {
+		q = q.Where("id < ?", p.Before)
+	}
+	if state != "" {
+		q = q.Where("state = ?", string(state))
+	}
+	var rows []deliveryRow
+	if err := q.Find(&rows).Error; err != nil {
+		return nil, 0, fmt.Errorf("list deliveries: %w", err)
+	}
+	if len(rows) > p.limit() {
+		rows = rows[:p.limit()]
+		next = rows[len(rows)-1].ID
+	}
+	if len(rows) == 0 {
+		return []DeliveryWithAttempts{}, 0, nil
+	}
+	ids := make([]int64, len(rows))
+	nids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i], nids[i] = r.ID, r.NotificationID
+	}
+	var atts []attemptRow
+	if err := s.db.WithContext(ctx).Where("delivery_id IN ?", ids).Order("id").Find(&atts).Error; err != nil {
+		return nil, 0, fmt.Errorf("list attempts: %w", err)
+	}
+	var notes []notificationRow
+	if err := s.db.WithContext(ctx).Select("id", "type", "dao").Where("id IN ?", nids).Find(&notes).Error; err != nil {
+		return nil, 0, fmt.Errorf("list deliveries: %w", err)
+	}
+	byNote := map[string]notificationRow{}
+	for _, n := range notes {
+		byNote[n.ID] = n
+	}
+	byDelivery := map[int64][]Attempt{}
+	for _, a := range atts {
+		byDelivery[a.DeliveryID] = append(byDelivery[a.DeliveryID], Attempt{
+			Number: a.Number, StartedAt: a.StartedAt.UTC(), DurationMs: a.DurationMs, StatusCode: a.StatusCode,
+			Outcome: a.Outcome, Error: a.Error, ResponseExcerpt: a.ResponseExcerpt, PluginTrace: a.PluginTrace,
+		})
+	}
+	items = make([]DeliveryWithAttempts, len(rows))
+	for i, r := range rows {
+		log := byDelivery[r.ID]
+		if log == nil {
+			log = []Attempt{}
+		}
+		n := byNote[r.NotificationID]
+		items[i] = DeliveryWithAttempts{Delivery: r.domain(), NotificationType: n.Type, DAO: n.DAO, AttemptLog: log}
+	}
+	return items, next, nil
+}
+
+// Delivery returns one delivery.
+func (s *Store) Delivery(ctx context.Context, id int64) (core.Delivery, error) {
+	var row deliveryRow
+	if err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return core.Delivery{}, notFound("delivery")
+		}
+		return core.Delivery{}, fmt.Errorf("get delivery: %w", err)
+	}
+	return row.domain(), nil
+}
+
+// QueueStats describes the delivery queue.
+type QueueStats struct {
+	Depth            int64            // pending and in-flight deliveries
+	OldestPendingAge time.Duration    // age of the oldest unfinished delivery
+	ByState          map[string]int64 // every delivery by state
+}
+
+// QueueStats counts the queue.
+func (s *Store) QueueStats(ctx context.Context) (QueueStats, error) {
+	var rows []struct {
+		State string
+		N     int64
+	}
+	if err := s.db.WithContext(ctx).Raw(`SELECT state, COUNT(*) AS n FROM deliveries GROUP BY state`).Scan(&rows).Error; err != nil {
+		return QueueStats{}, fmt.Errorf("queue stats: %w", err)
+	}
+	st := QueueStats{ByState: map[string]int64{}}
+	for _, r := range rows {
+		st.ByState[r.State] = r.N
+		if r.State == string(core.DeliveryPending) || r.State == string(core.DeliveryInFlight) {
+			st.Depth += r.N
+		}
+	}
+	if st.Depth > 0 {
+		// Ids grow with creation time, so the lowest unfinished id is the
+		// oldest, found through the primary key.
+		var oldest []deliveryRow
+		if err := s.db.WithContext(ctx).Select("created_at").Where("state IN ?", []string{string(core.DeliveryPending), string(core.DeliveryInFlight)}).
+			Order("id").Limit(1).Find(&oldest).Error; err != nil {
+			return QueueStats{}, fmt.Errorf("queue stats: %w", err)
+		}
+		if len(oldest) == 1 {
+			st.OldestPendingAge = s.now().Sub(oldest[0].CreatedAt.UTC())
+		}
+	}
+	return st, nil
+}
+
+func newToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("lease token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+

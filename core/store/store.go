@@ -1,0 +1,166 @@
+// Package store is govgate's persistence: webhooks, notifications, the
+// delivery queue and its attempt log, on PostgreSQL or an embedded pure-Go
+// SQLite, through GORM and versioned migrations. The queue lives here, in
+// the same database as everything else, so an accepted notification is never
+// only in memory.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/govgate/govgate/core"
+)
+
+// Cipher seals webhook secrets before they reach the database.
+type Cipher interface {
+	Seal(plaintext, aad []byte) ([]byte, error)
+	Open(ciphertext, aad []byte) ([]byte, error)
+}
+
+// Dialect names the database behind a Store.
+type Dialect string
+
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// Store is the GORM-backed store.
+type Store struct {
+	db      *gorm.DB
+	dialect Dialect
+	cipher  Cipher
+	log     *slog.Logger
+	now     func() time.Time
+}
+
+// Options tune Open.
+type Options struct {
+	Logger *slog.Logger
+	// MaxOpenConns caps PostgreSQL connections (default 20). SQLite always
+	// uses one writer connection.
+	MaxOpenConns int
+}
+
+// Open connects to url ("sqlite:PATH" or "postgres://…"), runs pending
+// migrations and returns the store.
+func Open(ctx context.Context, url string, cipher Cipher, opts Options) (*Store, error) {
+	if cipher == nil {
+		return nil, errors.New("open store: a secret cipher is required")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	gcfg := &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	}
+	var (
+		db      *gorm.DB
+		dialect Dialect
+		err     error
+	)
+	switch {
+	case strings.HasPrefix(url, "sqlite:"):
+		path := strings.TrimPrefix(url, "sqlite:")
+		if path == "" {
+			return nil, errors.New("open store: sqlite: empty path")
+		}
+		if path != ":memory:" {
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				return nil, fmt.Errorf("open store: %w", err)
+			}
+		}
+		// WAL lets readers run beside the writer; synchronous(FULL) makes a
+		// commit durable before govgate acknowledges it.
+		dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
+		db, err = gorm.Open(sqlite.Open(dsn), gcfg)
+		dialect = SQLite
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		db, err = gorm.Open(postgres.Open(url), gcfg)
+		dialect = Postgres
+	default:
+		return nil, fmt.Errorf("open store: unsupported database url (want sqlite:PATH or postgres://…)")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if dialect == SQLite {
+		// One connection serialises writers inside the process, which is
+		// what SQLite does anyway, and removes SQLITE_BUSY between them.
+		sqlDB.SetMaxOpenConns(1)
+	} else {
+		n := opts.MaxOpenConns
+		if n <= 0 {
+			n = 20
+		}
+		sqlDB.SetMaxOpenConns(n)
+		sqlDB.SetMaxIdleConns(n)
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	}
+	s := &Store{db: db, dialect: dialect, cipher: cipher, log: log, now: func() time.Time { return time.Now().UTC() }}
+	if err := s.migrate(ctx); err != nil {
+		sqlDB.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// Dialect reports which database the store uses.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// DB exposes the GORM handle to sibling files and tests.
+func (s *Store) DB() *gorm.DB { return s.db }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
+}
+
+// isUniqueViolation reports whether err is a unique-constraint failure on
+// either database.
+func isUniqueViolation(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "SQLSTATE 23505") || strings.Contains(msg, "duplicate key value")
+}
+
+func notFound(what string) error {
+	return core.Errorf(core.ECodeNotFound, "%s not found", what)
+}

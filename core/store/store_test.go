@@ -1,0 +1,380 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/pgtest"
+	"github.com/govgate/govgate/core/secrets"
+	"github.com/govgate/govgate/core/store"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.StopShared()
+	os.Exit(code)
+}
+
+type backend struct {
+	name string
+	open func(t *testing.T) (*store.Store, string)
+}
+
+func newBox(t testing.TB) *secrets.Box {
+	key := make([]byte, 32)
+	rand.Read(key)
+	box, err := secrets.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return box
+}
+
+// backends is the contract suite's list: every test runs on SQLite and on a
+// real PostgreSQL.
+func backends() []backend {
+	return []backend{
+		{"sqlite", func(t *testing.T) (*store.Store, string) {
+			path := filepath.Join(t.TempDir(), "govgate.db")
+			s, err := store.Open(context.Background(), "sqlite:"+path, newBox(t), store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s, path
+		}},
+		{"postgres", func(t *testing.T) (*store.Store, string) {
+			url := pgtest.Shared(t).NewDatabase(t)
+			s, err := store.Open(context.Background(), url, newBox(t), store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s, url
+		}},
+	}
+}
+
+func each(t *testing.T, fn func(t *testing.T, s *store.Store, where string)) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			s, where := b.open(t)
+			fn(t, s, where)
+		})
+	}
+}
+
+func TestWebhookLifecycle(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store, _ string) {
+		ctx := context.Background()
+		url := "https://hooks.example.com/x"
+		wh, created, err := s.RegisterWebhook(ctx, url, "whsec_first")
+		if err != nil || !created || wh.State != core.WebhookActive {
+			t.Fatalf("first registration: %+v created=%v err=%v", wh, created, err)
+		}
+		again, created, err := s.RegisterWebhook(ctx, url, "whsec_second")
+		if err != nil || created || again.ID != wh.ID {
+			t.Fatalf("second registration: created=%v err=%v", created, err)
+		}
+		if sec, _ := s.WebhookSecret(ctx, wh.ID); sec != "whsec_first" {
+			t.Fatalf("an active re-registration changed the secret to %q", sec)
+		}
+		if _, err := s.DeactivateWebhook(ctx, url, "client asked"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.DeactivateWebhook(ctx, url, "again"); core.ErrorCode(err) != core.ECodeNotFound {
+			t.Fatalf("deactivating twice: %v", err)
+		}
+		if _, err := s.DeactivateWebhook(ctx, "https://unknown.example.com/", ""); core.ErrorCode(err) != core.ECodeNotFound {
+			t.Fatalf("deactivating unknown: %v", err)
+		}
+		re, created, err := s.RegisterWebhook(ctx, url, "whsec_third")
+		if err != nil || !created || re.ID != wh.ID || re.State != core.WebhookActive || re.DeactivatedAt != nil {
+			t.Fatalf("reactivation: %+v created=%v err=%v", re, created, err)
+		}
+		if sec, _ := s.WebhookSecret(ctx, wh.ID); sec != "whsec_third" {
+			t.Fatalf("reactivation kept the old secret: %q", sec)
+		}
+		list, next, err := s.ListWebhooks(ctx, store.WebhookFilter{}, store.Page{})
+		if err != nil || len(list) != 1 || next != 0 {
+			t.Fatalf("list: %v %d %v", list, next, err)
+		}
+	})
+}
+
+func TestConcurrentFirstRegistration(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store, _ string) {
+		ctx := context.Background()
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			created int
+			secrets = map[string]bool{}
+		)
+		for i := 0; i < 50; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				sec := fmt.Sprintf("whsec_%d", i)
+				_, c, err := s.RegisterWebhook(ctx, "https://race.example.com/hook", sec)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if c {
+					created++
+					secrets[sec] = true
+				}
+			}(i)
+		}
+		wg.Wait()
+		if created != 1 {
+			t.Fatalf("%d registrations were told they created the webhook, want 1", created)
+		}
+		var n int64
+		s.DB().Table("webhooks").Count(&n)
+		if n != 1 {
+			t.Fatalf("%d rows stored, want 1", n)
+		}
+		list, _, _ := s.ListWebhooks(ctx, store.WebhookFilter{}, store.Page{})
+		sec, _ := s.WebhookSecret(ctx, list[0].ID)
+		if !secrets[sec] {
+			t.Fatalf("stored secret %q is not the one handed to the winner", sec)
+		}
+	})
+}
+
+func TestSecretsEncryptedAtRest(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store, where string) {
+		ctx := context.Background()
+		secret := "whsec_PLAINTEXTMARKERdGhpcyBpcyBhIHNlY3JldA=="
+		if _, _, err := s.RegisterWebhook(ctx, "https://enc.example.com/", secret); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := s.DB().Raw("SELECT * FROM webhooks").Rows()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dump []byte
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			for i := range vals {
+				vals[i] = new(any)
+			}
+			rows.Scan(vals...)
+			dump = append(dump, fmt.Sprint(vals...)...)
+			for _, v := range vals {
+				if b, ok := (*v.(*any)).([]byte); ok {
+					dump = append(dump, b...)
+				}
+			}
+		}
+		rows.Close()
+		if len(dump) == 0 {
+			t.Fatal("read nothing from the webhooks table")
+		}
+		if bytes.Contains(dump, []byte("PLAINTEXTMARKER")) {
+			t.Fatal("plaintext secret found in the webhooks table")
+		}
+		if s.Dialect() == store.SQLite {
+			s.DB().Exec("PRAGMA wal_checkpoint(FULL)")
+			for _, f := range []string{where, where + "-wal"} {
+				raw, err := os.ReadFile(f)
+				if err != nil && !os.IsNotExist(err) {
+					t.Fatal(err)
+				}
+				if bytes.Contains(raw, []byte("PLAINTEXTMARKER")) {
+					t.Fatalf("plaintext secret found in %s", f)
+				}
+			}
+		}
+	})
+}
+
+func notification(id string) core.Notification {
+	return core.Notification{ID: id, Type: "test", DAO: "uniswap", OccurredAt: time.Now(), Data: json.RawMessage(`{"k": 1}`)}
+}
+
+func TestNotificationFanOutAndQueue(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store, _ string) {
+		ctx := context.Background()
+		a, _, _ := s.RegisterWebhook(ctx, "https://a.example.com/", "whsec_a")
+		b, _, _ := s.RegisterWebhook(ctx, "https://b.example.com/", "whsec_b")
+		c, _, _ := s.RegisterWebhook(ctx, "https://c.example.com/", "whsec_c")
+		s.DeactivateWebhook(ctx, c.URL, "")
+
+		created, err := s.CreateNotification(ctx, notification("n1"), "admin")
+		if err != nil || !created {
+			t.Fatalf("create: %v %v", created, err)
+		}
+		if created, _ := s.CreateNotification(ctx, notification("n1"), "admin"); created {
+			t.Fatal("the same id stored twice")
+		}
+		jobs, err := s.Claim(ctx, 10, time.Minute, nil)
+		if err != nil || len(jobs) != 2 {
+			t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+		}
+		for _, j := range jobs {
+			if j.Attempt != 1 || j.Notification.ID != "n1" || (j.Secret != "whsec_a" && j.Secret != "whsec_b") || !json.Valid(j.Body) {
+				t.Fatalf("bad job %+v", j)
+			}
+		}
+		if more, _ := s.Claim(ctx, 10, time.Minute, nil); len(more) != 0 {
+			t.Fatalf("leased deliveries claimed twice: %d", len(more))
+		}
+		var ja, jb store.Job
+		for _, j := range jobs {
+			if j.WebhookID == a.ID {
+				ja = j
+			} else {
+				jb = j
+			}
+		}
+		now := time.Now()
+		_, err = s.Complete(ctx, []store.AttemptResult{
+			{Job: ja, Outcome: store.OutcomeSucceeded, StartedAt: now, StatusCode: 200},
+			{Job: jb, Outcome: store.OutcomeRetry, StartedAt: now, StatusCode: 500, Error: "status 500", NextAttemptAt: now.Add(-time.Second)},
+		}, store.CompleteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A completion with a stale lease changes nothing.
+		if _, err := s.Complete(ctx, []store.AttemptResult{{Job: jb, Outcome: store.OutcomeSucceeded, StartedAt: now}}, store.CompleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		retry, _ := s.Claim(ctx, 10, time.Minute, nil)
+		if len(retry) != 1 || retry[0].WebhookID != b.ID || retry[0].Attempt != 2 {
+			t.Fatalf("retry claim: %+v", retry)
+		}
+		list, _, err := s.ListDeliveries(ctx, b.ID, "", store.Page{})
+		if err != nil || len(list) != 1 || len(list[0].AttemptLog) != 1 || list[0].AttemptLog[0].StatusCode != 500 || list[0].DAO != "uniswap" {
+			t.Fatalf("deliveries of b: %+v %v", list, err)
+		}
+		s.Complete(ctx, []store.AttemptResult{{Job: retry[0], Outcome: store.OutcomeFailed, StartedAt: now, StatusCode: 500}}, store.CompleteOptions{})
+		d, _ := s.Delivery(ctx, retry[0].DeliveryID)
+		if d.State != core.DeliveryFailed {
+			t.Fatalf("state %s, want failed", d.State)
+		}
+		if _, err := s.Replay(ctx, d.ID); err != nil {
+			t.Fatal(err)
+		}
+		replayed, _ := s.Claim(ctx, 10, time.Minute, nil)
+		if len(replayed) != 1 || replayed[0].Attempt != 1 {
+			t.Fatalf("replay claim: %+v", replayed)
+		}
+		if _, err := s.Replay(ctx, d.ID); core.ErrorCode(err) != core.ECodeConflict {
+			t.Fatalf("replaying an in-flight delivery: %v", err)
+		}
+		stats, err := s.QueueStats(ctx)
+		if err != nil || stats.Depth != 1 || stats.ByState["succeeded"] != 1 {
+			t.Fatalf("stats %+v %v", stats, err)
+		}
+	})
+}
+
+func TestLeaseExpiryAndExclusion(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store, _ string) {
+		ctx := context.Background()
+		a, _, _ := s.RegisterWebhook(ctx, "https://a.example.com/", "whsec_a")
+		s.RegisterWebhook(ctx, "https://b.example.com/", "whsec_b")
+		s.CreateNotification(ctx, notification("n1"), "admin")
+		excl, _ := s.Claim(ctx, 10, 50*time.Millisecond, []int64{a.ID})
+		if len(excl) != 1 || excl[0].WebhookID == a.ID {
+			t.Fatalf("exclusion ignored: %+v", excl)
+		}
+		// A worker that dies keeps its lease until it runs out; then the
+		// delivery is taken up again, its lost attempt counted.
+		crashed, _ := s.Claim(ctx, 10, 50*time.Millisecond, nil)
+		if len(crashed) != 1 || crashed[0].WebhookID != a.ID {
+			t.Fatalf("claim a: %+v", crashed)
+		}
+		time.Sleep(120 * time.Millisecond)
+		again, _ := s.Claim(ctx, 10, time.Minute, nil)
+		if len(again) != 2 {
+			t.Fatalf("after lease expiry claimed %d, want 2 (both leases ran out)", len(again))
+		}
+		if err := s.Release(ctx, again, 0); err != nil {
+			t.Fatal(err)
+		}
+		back, _ := s.Claim(ctx, 10, time.Minute, nil)
+		for _, j := range back {
+			if j.Attempt != 2 {
+				t.Fatalf("release counted an attempt: %+v", j)
+			}
+		}
+	})
+}
+
+func TestGoneAndDisableAfter(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store, _ string) {
+		ctx := context.Background()
+		a, _, _ := s.RegisterWebhook(ctx, "https://a.example.com/", "whsec_a")
+		b, _, _ := s.RegisterWebhook(ctx, "https://b.example.com/", "whsec_b")
+		s.CreateNotification(ctx, notification("n1"), "admin")
+		s.CreateNotification(ctx, notification("n2"), "admin")
+		var deact []int64
+		for round := 0; round < 2; round++ {
+			jobs, _ := s.Claim(ctx, 2, time.Minute, nil)
+			var res []store.AttemptResult
+			for _, j := range jobs {
+				o := store.OutcomeGone
+				if j.WebhookID == b.ID {
+					o = store.OutcomeRetry
+				}
+				res = append(res, store.AttemptResult{Job: j, Outcome: o, StartedAt: time.Now(), StatusCode: 410, NextAttemptAt: time.Now()})
+			}
+			d, err := s.Complete(ctx, res, store.CompleteOptions{DisableAfter: 20 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			deact = append(deact, d...)
+			time.Sleep(30 * time.Millisecond)
+		}
+		if len(deact) != 2 {
+			t.Fatalf("deactivated %v, want both", deact)
+		}
+		wa, _ := s.Webhook(ctx, a.ID)
+		wb, _ := s.Webhook(ctx, b.ID)
+		if wa.State != core.WebhookDeactivated || wa.DeactivatedReason != "receiver answered 410 Gone" {
+			t.Fatalf("a: %+v", wa)
+		}
+		if wb.State != core.WebhookDeactivated || wb.DeactivatedReason == "" {
+			t.Fatalf("b: %+v", wb)
+		}
+		if left, _ := s.Claim(ctx, 10, time.Minute, nil); len(left) != 0 {
+			t.Fatalf("deliveries of deactivated webhooks still due: %d", len(left))
+		}
+	})
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "g.db")
+	box := newBox(t)
+	s, err := store.Open(context.Background(), "sqlite:"+path, box, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.RegisterWebhook(context.Background(), "https://keep.example.com/", "whsec_k")
+	s.Close()
+	s2, err := store.Open(context.Background(), "sqlite:"+path, box, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	list, _, _ := s2.ListWebhooks(context.Background(), store.WebhookFilter{}, store.Page{})
+	if len(list) != 1 {
+		t.Fatalf("after reopening: %d webhooks", len(list))
+	}
+}

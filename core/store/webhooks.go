@@ -1,0 +1,280 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/govgate/govgate/core"
+)
+
+type webhookRow struct {
+	ID                  int64
+	URL                 string
+	State               string
+	SecretCiphertext    []byte
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	DeactivatedAt       *time.Time
+	DeactivatedReason   string
+	ConsecutiveFailures int
+	FailingSince        *time.Time
+	LastDeliveryAt      *time.Time
+	LastSuccessAt       *time.Time
+}
+
+func (webhookRow) TableName() string { return "webhooks" }
+
+func (r webhookRow) domain() core.Webhook {
+	return core.Webhook{
+		ID: r.ID, URL: r.URL, State: core.WebhookState(r.State),
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		DeactivatedAt: utcPtr(r.DeactivatedAt), DeactivatedReason: r.DeactivatedReason,
+		ConsecutiveFailures: r.ConsecutiveFailures, FailingSince: utcPtr(r.FailingSince),
+		LastDeliveryAt: utcPtr(r.LastDeliveryAt),
+	}
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// secretAAD binds a sealed secret to its webhook URL.
+func secretAAD(url string) []byte { return []byte("govgate/webhook-secret/v1:" + url) }
+
+// RegisterWebhook registers url (already normalised) with secret. created
+// is true when the secret was stored: a first registration, or the
+// reactivation of a deactivated webhook, whose old secret is replaced and
+// never signs again. When url is already active nothing changes and created
+// is false. Concurrent calls for one url store exactly one secret.
+func (s *Store) RegisterWebhook(ctx context.Context, url, secret string) (wh core.Webhook, created bool, err error) {
+	sealed, err := s.cipher.Seal([]byte(secret), secretAAD(url))
+	if err != nil {
+		return core.Webhook{}, false, fmt.Errorf("register webhook: %w", err)
+	}
+	now := s.now()
+	row := webhookRow{URL: url, State: string(core.WebhookActive), SecretCiphertext: sealed, CreatedAt: now, UpdatedAt: now}
+	// INSERT … ON CONFLICT DO NOTHING makes the first writer win on both
+	// databases without an error that would abort a PostgreSQL transaction.
+	res := s.db.WithContext(ctx).Exec(
+		`INSERT INTO webhooks (url, state, secret_ciphertext, created_at, updated_at, deactivated_reason, consecutive_failures)
+		 VALUES (?, ?, ?, ?, ?, '', 0) ON CONFLICT (url) DO NOTHING`,
+		row.URL, row.State, row.SecretCiphertext, row.CreatedAt, row.UpdatedAt)
+	if res.Error != nil {
+		return core.Webhook{}, false, fmt.Errorf("register webhook: %w", res.Error)
+	}
+	if res.RowsAffected == 1 {
+		wh, err := s.webhookByURL(ctx, url)
+		return wh, true, err
+	}
+	// The URL exists: reactivate it only if it is deactivated. The state
+	// condition makes exactly one concurrent reactivation win.
+	res = s.db.WithContext(ctx).Exec(
+		`UPDATE webhooks SET state = ?, secret_ciphertext = ?, updated_at = ?, deactivated_at = NULL,
+		   deactivated_reason = '', consecutive_failures = 0, failing_since = NULL
+		 WHERE url = ? AND state = ?`,
+		string(core.WebhookActive), sealed, now, url, string(core.WebhookDeactivated))
+	if res.Error != nil {
+		return core.Webhook{}, false, fmt.Errorf("reactivate webhook: %w", res.Error)
+	}
+	wh, err = s.webhookByURL(ctx, url)
+	return wh, res.RowsAffected == 1, err
+}
+
+func (s *Store) webhookByURL(ctx context.Context, url string) (core.Webhook, error) {
+	var row webhookRow
+	err := s.db.WithContext(ctx).Where("url = ?", url).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return core.Webhook{}, notFound("webhook")
+	}
+	if err != nil {
+		return core.Webhook{}, fmt.Errorf("get webhook: %w", err)
+	}
+	return row.domain(), nil
+}
+
+// Webhook returns the webhook with the given id.
+func (s *Store) Webhook(ctx context.Context, id int64) (core.Webhook, error) {
+	var row webhookRow
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return core.Webhook{}, notFound("webhook")
+	}
+	if err != nil {
+		return core.Webhook{}, fmt.Errorf("get webhook: %w", err)
+	}
+	return row.domain(), nil
+}
+
+// WebhookSecret returns the plaintext secret of a webhook, for signing.
+func (s *Store) WebhookSecret(ctx context.Context, id int64) (string, error) {
+	var row webhookRow
+	err := s.db.WithContext(ctx).Select("url", "secret_ciphertext").Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return "", notFound("webhook")
+	}
+	if err != nil {
+		return "", fmt.Errorf("get webhook secret: %w", err)
+	}
+	return s.openSecret(row.URL, row.SecretCiphertext)
+}
+
+func (s *Store) openSecret(url string, sealed []byte) (string, error) {
+	pt, err := s.cipher.Open(sealed, secretAAD(url))
+	if err != nil {
+		return "", fmt.Errorf("webhook secret: %w", err)
+	}
+	return string(pt), nil
+}
+
+// DeactivateWebhook deactivates the active webhook registered for url and
+// cancels its pending deliveries. A URL that is unknown or already
+// deactivated is not found.
+func (s *Store) DeactivateWebhook(ctx context.Context, url, reason string) (core.Webhook, error) {
+	return s.deactivate(ctx, "url = ?", url, reason)
+}
+
+// DeactivateWebhookByID is DeactivateWebhook by id.
+func (s *Store) DeactivateWebhookByID(ctx context.Context, id int64, reason string) (core.Webhook, error) {
+	return s.deactivate(ctx, "id = ?", id, reason)
+}
+
+func (s *Store) deactivate(ctx context.Context, where string, arg any, reason string) (core.Webhook, error) {
+	var out webhookRow
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var row webhookRow
+		if err := tx.Where(where+" AND state = ?", arg, string(core.WebhookActive)).Take(&row).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return core.Errorf(core.ECodeNotFound, "no active webhook is registered for this url")
+			}
+			return err
+		}
+		now := s.now()
+		res := tx.Model(&webhookRow{}).Where("id = ? AND state = ?", row.ID, string(core.WebhookActive)).
+			Updates(map[string]any{"state": string(core.WebhookDeactivated), "deactivated_at": now, "deactivated_reason": truncate(reason, 512), "updated_at": now})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return core.Errorf(core.ECodeNotFound, "no active webhook is registered for this url")
+		}
+		if err := tx.Exec(`UPDATE deliveries SET state = ?, lease_token = '', updated_at = ?, completed_at = ?, last_error = ?
+			WHERE webhook_id = ? AND state IN (?, ?)`,
+			string(core.DeliveryCanceled), now, now, "webhook deactivated", row.ID,
+			string(core.DeliveryPending), string(core.DeliveryInFlight)).Error; err != nil {
+			return err
+		}
+		row.State, row.DeactivatedAt, row.DeactivatedReason, row.UpdatedAt = string(core.WebhookDeactivated), &now, reason, now
+		out = row
+		return nil
+	})
+	if err != nil {
+		var ce *core.Error
+		if errors.As(err, &ce) {
+			return core.Webhook{}, err
+		}
+		return core.Webhook{}, fmt.Errorf("deactivate webhook: %w", err)
+	}
+	return out.domain(), nil
+}
+
+// ReactivateWebhookByID reactivates a deactivated webhook from the admin
+// API, keeping its secret: the owner asked for nothing new and could not
+// receive a new secret. Re-registering through POST /webhooks is the way to
+// rotate it.
+func (s *Store) ReactivateWebhookByID(ctx context.Context, id int64) (core.Webhook, error) {
+	now := s.now()
+	res := s.db.WithContext(ctx).Model(&webhookRow{}).Where("id = ? AND state = ?", id, string(core.WebhookDeactivated)).
+		Updates(map[string]any{"state": string(core.WebhookActive), "deactivated_at": nil, "deactivated_reason": "",
+			"consecutive_failures": 0, "failing_since": nil, "updated_at": now})
+	if res.Error != nil {
+		return core.Webhook{}, fmt.Errorf("reactivate webhook: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		if _, err := s.Webhook(ctx, id); err != nil {
+			return core.Webhook{}, err
+		}
+		return core.Webhook{}, core.Errorf(core.ECodeConflict, "webhook is already active")
+	}
+	return s.Webhook(ctx, id)
+}
+
+// Page selects a page of a list ordered by id: rows with id below Before
+// (0 for the first page), at most Limit of them.
+type Page struct {
+	Before int64
+	Limit  int
+}
+
+func (p Page) limit() int {
+	switch {
+	case p.Limit <= 0:
+		return 50
+	case p.Limit > 500:
+		return 500
+	}
+	return p.Limit
+}
+
+// WebhookFilter narrows ListWebhooks.
+type WebhookFilter struct {
+	State  core.WebhookState // "" for any
+	Search string            // substring of the URL
+}
+
+// ListWebhooks lists webhooks newest first. next is the Before of the next
+// page, 0 when there is none.
+func (s *Store) ListWebhooks(ctx context.Context, f WebhookFilter, p Page) (items []core.Webhook, next int64, err error) {
+	q := s.db.WithContext(ctx).Model(&webhookRow{}).Order("id DESC").Limit(p.limit() + 1)
+	if p.Before > 0 {
+		q = q.Where("id < ?", p.Before)
+	}
+	if f.State != "" {
+		q = q.Where("state = ?", string(f.State))
+	}
+	if f.Search != "" {
+		q = q.Where("url LIKE ?", "%"+escapeLike(f.Search)+"%")
+	}
+	var rows []webhookRow
+	if err := q.Omit("secret_ciphertext").Find(&rows).Error; err != nil {
+		return nil, 0, fmt.Errorf("list webhooks: %w", err)
+	}
+	if len(rows) > p.limit() {
+		rows = rows[:p.limit()]
+		next = rows[len(rows)-1].ID
+	}
+	items = make([]core.Webhook, len(rows))
+	for i, r := range rows {
+		items[i] = r.domain()
+	}
+	return items, next, nil
+}
+
+func escapeLike(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' || s[i] == '_' || s[i] == '\\' {
+			continue
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// Cut on a rune boundary so the column holds valid UTF-8.
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}

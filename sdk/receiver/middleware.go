@@ -1,0 +1,113 @@
+package receiver
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// DefaultMaxBodyBytes is the largest body Middleware reads unless
+// WithMaxBodyBytes says otherwise.
+const DefaultMaxBodyBytes = 1 << 20
+
+// An Option changes how Middleware and Handler read and verify a request.
+type Option func(*config)
+
+type config struct {
+	maxBody int64
+	now     func() time.Time
+}
+
+// WithMaxBodyBytes sets the largest body accepted; a larger one is answered
+// with 413 before it is verified. n <= 0 keeps DefaultMaxBodyBytes.
+func WithMaxBodyBytes(n int64) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxBody = n
+		}
+	}
+}
+
+// WithClock sets the clock that timestamps are checked against, for tests
+// and for receivers with their own time source. nil keeps time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) {
+		if now != nil {
+			c.now = now
+		}
+	}
+}
+
+// Middleware verifies every request before it reaches next. It reads the raw
+// body (at most the configured limit, 413 beyond it), calls Verify with
+// secret, and on failure answers 400 or 401 with a short plain-text reason
+// and never calls next. On success next sees r.Body replaced by the exact
+// bytes that were verified, so it may parse them as it likes.
+func Middleware(secret string, next http.Handler, opts ...Option) http.Handler {
+	return Handler(secret, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		next.ServeHTTP(w, r)
+	}, opts...)
+}
+
+// Handler is Middleware for a handler that wants the verified body as a
+// slice: fn gets it as body, and r.Body reads the same bytes.
+func Handler(secret string, fn func(w http.ResponseWriter, r *http.Request, body []byte), opts ...Option) http.Handler {
+	c := config{maxBody: DefaultMaxBodyBytes, now: time.Now}
+	for _, o := range opts {
+		o(&c)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := readBody(w, r, c.maxBody)
+		if err == nil {
+			err = Verify(secret, r.Header, body, c.now())
+		}
+		if err != nil {
+			code := StatusCode(err)
+			if errors.Is(err, errUnreadableBody) {
+				code = http.StatusBadRequest
+			}
+			http.Error(w, publicReason(err), code)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r.GetBody = func() (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(body)), nil
+		}
+		fn(w, r, body)
+	})
+}
+
+var errUnreadableBody = errors.New("cannot read request body")
+
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, fmt.Errorf("read body: %w", ErrBodyTooLarge)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, fmt.Errorf("read body: %w", ErrBodyTooLarge)
+		}
+		return nil, fmt.Errorf("read body: %w: %w", errUnreadableBody, err)
+	}
+	return body, nil
+}
+
+// publicReason is the text sent with a refusal: which rule failed, never the
+// expected signature or anything derived from the secret.
+func publicReason(err error) string {
+	for _, known := range []error{
+		ErrMissingHeader, ErrInvalidTimestamp, ErrTimestampOutOfRange,
+		ErrSignatureMismatch, ErrBodyTooLarge, errUnreadableBody,
+	} {
+		if errors.Is(err, known) {
+			return known.Error()
+		}
+	}
+	return "webhook receiver misconfigured"
+}

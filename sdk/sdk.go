@@ -1,0 +1,260 @@
+// Package sdk is what a govgate plugin is written with. A plugin filters
+// notifications (keeps or drops a delivery) or transforms them (rewrites the
+// delivery body and its content type) after govgate has fanned a
+// notification out to its webhooks and before it signs each delivery.
+//
+// A plugin is a main package that registers its functions in init and has an
+// empty main:
+//
+//	type Config struct {
+//		DAOs []string `json:"daos"`
+//	}
+//
+//	func init() {
+//		sdk.Plugin(sdk.Meta{Name: "dao-filter", Version: "1.0.0"})
+//		sdk.Filter(func(n sdk.Notification, cfg Config) bool {
+//			return slices.Contains(cfg.DAOs, n.DAO)
+//		})
+//	}
+//
+//	func main() {}
+//
+// It is built as a WASI reactor with the standard Go toolchain:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o plugin.wasm .
+//
+// The wasm exports live in this package (files built for wasip1 only), so an
+// author never handles pointers. sdk/ABI.md describes the ABI for plugins
+// written in other languages; sdk/plugintest checks a plugin in go test.
+//
+// The package uses the standard library only.
+package sdk
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/govgate/govgate/sdk/abi"
+	"github.com/govgate/govgate/sdk/internal/guest"
+)
+
+// ABIVersion is the version of the plugin ABI this SDK builds plugins for.
+const ABIVersion = abi.Version
+
+// Notification is the governance event a plugin sees; its JSON form is the
+// delivery body govgate sends when no plugin transforms it. Data is the
+// event's own payload: decode it with json.Unmarshal when the plugin needs
+// it. Data aliases the call's input: copy it to keep it after the call.
+type Notification = abi.Notification
+
+// Notification types the chain indexer emits; the admin API may publish
+// others, such as TypeTest.
+const (
+	TypeProposalCreated  = "proposal.created"
+	TypeVoteCast         = "vote.cast"
+	TypeProposalQueued   = "proposal.queued"
+	TypeProposalExecuted = "proposal.executed"
+	TypeProposalCanceled = "proposal.canceled"
+	TypeProposalExtended = "proposal.extended"
+	TypeTest             = "test"
+)
+
+// Output is what a transform makes of a delivery.
+type Output struct {
+	// Body replaces the delivery body; nil leaves it as it was.
+	Body []byte
+	// ContentType replaces the delivery's content type; "" keeps it.
+	ContentType string
+}
+
+// Meta describes a plugin to the people who install and configure it.
+type Meta struct {
+	// Name identifies the plugin in chains: lowercase letters, digits and
+	// inner '.', '_' or '-', at most 64 bytes. Loading a plugin with the name
+	// of a loaded one replaces it.
+	Name    string
+	Version string
+	// ConfigSchema is a JSON Schema of the config, for the admin page.
+	ConfigSchema json.RawMessage
+	// Samples are run by the gateway before it activates the plugin and by
+	// sdk/plugintest natively and compiled to wasm.
+	Samples []Sample
+}
+
+// Sample is an input with the outcome the plugin promises for it.
+type Sample struct {
+	Name  string
+	Input Notification
+	// Config is marshaled with encoding/json: a Config value, or
+	// json.RawMessage for literal JSON.
+	Config any
+	// Body is the delivery body before the plugin; nil means the
+	// notification's JSON.
+	Body []byte
+	// ExpectKeep is whether the delivery goes ahead after the plugin.
+	ExpectKeep bool
+	// ExpectBody, when not nil, is the body expected after a transform;
+	// JSON is compared by meaning.
+	ExpectBody        []byte
+	ExpectContentType string
+}
+
+// Plugin records the plugin's metadata. Call it once, from init.
+func Plugin(m Meta) {
+	am := abi.Meta{Name: m.Name, Version: m.Version, ConfigSchema: m.ConfigSchema}
+	for _, s := range m.Samples {
+		cfg, err := marshalConfig(s.Config)
+		if err != nil {
+			panic(fmt.Sprintf("sdk: sample %q: %v", s.Name, err))
+		}
+		am.Samples = append(am.Samples, abi.Sample{
+			Name: s.Name, Input: s.Input, Config: cfg, Body: string(s.Body),
+			ExpectKeep: s.ExpectKeep, ExpectBody: string(s.ExpectBody), ExpectContentType: s.ExpectContentType,
+		})
+	}
+	guest.SetMeta(am)
+}
+
+func marshalConfig(c any) (json.RawMessage, error) {
+	switch c := c.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return c, nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("marshal config: %w", err)
+	}
+	return b, nil
+}
+
+// Filter registers the plugin's filter: it returns whether the notification
+// is delivered to a webhook whose chain configures the plugin with cfg.
+//
+// The config is decoded from JSON into C once per distinct config and kept;
+// unknown fields are an error, so that a typo in a chain's config fails
+// loudly instead of filtering silently. If *C has a method Prepare() error,
+// it is called once after decoding to validate the config and precompute
+// what the filter needs. Treat cfg as read-only: it is shared between calls.
+//
+// A filter must depend only on its arguments: the gateway calls it once for
+// all the webhooks that share a config.
+func Filter[C any](fn func(n Notification, cfg C) bool) {
+	configs := newConfigCache[C]()
+	guest.Register(abi.HookFilter, func(n *abi.Notification, _ *abi.Input, raw []byte) abi.Result {
+		cfg, err := configs.get(raw)
+		if err != nil {
+			return abi.Result{Status: abi.StatusError, Message: err.Error()}
+		}
+		if fn(*n, cfg) {
+			return abi.Result{Status: abi.StatusKeep}
+		}
+		return abi.Result{Status: abi.StatusDrop}
+	})
+}
+
+// Transform registers the plugin's transform: it receives the delivery body
+// as the chain has made it so far and returns the body to send instead. An
+// error stops the delivery or lets it through unchanged, as the chain
+// entry's failure policy says. Configs are decoded as for Filter.
+func Transform[C any](fn func(n Notification, body []byte, cfg C) (Output, error)) {
+	configs := newConfigCache[C]()
+	guest.Register(abi.HookTransform, func(n *abi.Notification, in *abi.Input, raw []byte) abi.Result {
+		cfg, err := configs.get(raw)
+		if err != nil {
+			return abi.Result{Status: abi.StatusError, Message: err.Error()}
+		}
+		out, err := fn(*n, in.Body, cfg)
+		switch {
+		case err != nil:
+			return abi.Result{Status: abi.StatusError, Message: err.Error()}
+		case out.Body == nil && out.ContentType == "":
+			return abi.Result{Status: abi.StatusUnchanged}
+		case out.Body == nil:
+			out.Body = in.Body
+		}
+		return abi.Result{Status: abi.StatusBody, Body: out.Body, ContentType: out.ContentType}
+	})
+}
+
+// Level is the severity of a log line.
+type Level = abi.Level
+
+const (
+	LevelDebug = abi.LevelDebug
+	LevelInfo  = abi.LevelInfo
+	LevelWarn  = abi.LevelWarn
+	LevelError = abi.LevelError
+)
+
+// Log sends a line to the gateway's plugin log, which keeps the latest lines
+// of each plugin and limits their rate. Lines written to standard output and
+// standard error land there too, at info and warn.
+func Log(level Level, msg string) { guest.Log(level, msg) }
+
+// Logf logs a formatted line at info level.
+func Logf(format string, args ...any) { guest.Log(LevelInfo, fmt.Sprintf(format, args...)) }
+
+// Preparer is implemented by configs that validate themselves or precompute
+// something once per distinct config.
+type Preparer interface {
+	Prepare() error
+}
+
+// maxConfigs bounds the decoded configs a plugin instance keeps; a chain
+// rarely has more than a handful of distinct configs per plugin.
+const maxConfigs = 256
+
+type configEntry[C any] struct {
+	cfg C
+	err error
+}
+
+// configCache keeps decoded configs by their JSON text, so that decoding
+// (reflection) happens once per distinct config and instance, not per call.
+type configCache[C any] struct {
+	mu sync.Mutex
+	m  map[string]configEntry[C]
+}
+
+func newConfigCache[C any]() *configCache[C] {
+	return &configCache[C]{m: make(map[string]configEntry[C])}
+}
+
+func (c *configCache[C]) get(raw []byte) (C, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[string(raw)]; ok {
+		return e.cfg, e.err
+	}
+	cfg, err := decodeConfig[C](raw)
+	if len(c.m) >= maxConfigs {
+		clear(c.m)
+	}
+	c.m[string(raw)] = configEntry[C]{cfg, err}
+	return cfg, err
+}
+
+func decodeConfig[C any](raw []byte) (C, error) {
+	var cfg C
+	if t := bytes.TrimSpace(raw); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
+		d := json.NewDecoder(bytes.NewReader(t))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&cfg); err != nil {
+			return cfg, fmt.Errorf("decode config: %w", err)
+		}
+		if d.More() {
+			return cfg, errors.New("decode config: data after the JSON value")
+		}
+	}
+	if p, ok := any(&cfg).(Preparer); ok {
+		if err := p.Prepare(); err != nil {
+			return cfg, fmt.Errorf("prepare config: %w", err)
+		}
+	}
+	return cfg, nil
+}
