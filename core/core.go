@@ -184,3 +184,101 @@ func ErrorMessage(err error) string {
 	}
 	return "internal error"
 }
+
+// Page selects a page of a list ordered by id, newest first: rows with id
+// below Before (0 for the first page), at most Limit of them.
+type Page struct {
+	Before int64
+	Limit  int
+}
+
+// PageLimit is the effective size of p: 50 by default, at most 500.
+func (p Page) PageLimit() int {
+	switch {
+	case p.Limit <= 0:
+		return 50
+	case p.Limit > 500:
+		return 500
+	}
+	return p.Limit
+}
+
+// WebhookFilter narrows a webhook listing.
+type WebhookFilter struct {
+	State  WebhookState // "" for any
+	Search string       // substring of the URL
+}
+
+// NotificationFilter narrows a notification listing.
+type NotificationFilter struct {
+	DAO  string
+	Type string
+	// Before lists notifications stored strictly before this time (zero: now).
+	Before time.Time
+	Limit  int
+}
+
+// Attempt is one recorded attempt of a delivery.
+type Attempt struct {
+	Number          int       `json:"number"`
+	StartedAt       time.Time `json:"startedAt"`
+	DurationMs      float64   `json:"durationMs"`
+	StatusCode      int       `json:"statusCode,omitempty"`
+	Outcome         string    `json:"outcome"`
+	Error           string    `json:"error,omitempty"`
+	ResponseExcerpt string    `json:"responseExcerpt,omitempty"`
+	PluginTrace     string    `json:"pluginTrace,omitempty"`
+}
+
+// DeliveryDetail is a delivery with its notification's type and DAO and its
+// attempt log, oldest attempt first.
+type DeliveryDetail struct {
+	Delivery
+	NotificationType string    `json:"notificationType"`
+	DAO              string    `json:"dao"`
+	AttemptLog       []Attempt `json:"attemptLog"`
+}
+
+// QueueStats describes the delivery queue.
+type QueueStats struct {
+	Depth            int64            // pending and in-flight deliveries
+	OldestPendingAge time.Duration    // age of the oldest unfinished delivery
+	ByState          map[string]int64 // every delivery by state
+}
+
+// Job is a claimed delivery with everything needed to send it. It belongs to
+// its claimer until the lease runs out.
+type Job struct {
+	DeliveryID   int64
+	LeaseToken   string
+	Attempt      int // 1 for the first attempt
+	Notification Notification
+	Body         []byte // the canonical notification JSON
+	WebhookID    int64
+	WebhookURL   string
+	Secret       string
+}
+
+// Outcome is what an attempt decided for its delivery.
+type Outcome string
+
+const (
+	OutcomeSucceeded Outcome = "succeeded" // 2xx: done
+	OutcomeRetry     Outcome = "retry"     // failed, another attempt at NextAttemptAt
+	OutcomeFailed    Outcome = "failed"    // failed, no attempt left
+	OutcomeGone      Outcome = "gone"      // 410: deactivate the webhook
+	OutcomeDropped   Outcome = "dropped"   // a plugin filtered the delivery out
+)
+
+// AttemptResult records one attempt of a claimed delivery.
+type AttemptResult struct {
+	Job             Job
+	Outcome         Outcome
+	StartedAt       time.Time
+	Duration        time.Duration
+	StatusCode      int
+	Error           string
+	ResponseExcerpt string
+	PluginTrace     string
+	NextAttemptAt   time.Time // with OutcomeRetry
+}

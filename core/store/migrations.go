@@ -48,10 +48,10 @@ func (s *Store) migrate(ctx context.Context) error {
 
 func migrate0001(tx *gorm.DB) error {
 	type Webhook struct {
-		ID                  int64  `gorm:"primaryKey;autoIncrement"`
-		URL                 string `gorm:"size:2048;not null;uniqueIndex:ux_webhooks_url"`
-		State               string `gorm:"size:16;not null;index"`
-		SecretCiphertext    []byte `gorm:"not null"`
+		ID                  int64     `gorm:"primaryKey;autoIncrement"`
+		URL                 string    `gorm:"size:2048;not null;uniqueIndex:ux_webhooks_url"`
+		State               string    `gorm:"size:16;not null;index"`
+		SecretCiphertext    []byte    `gorm:"not null"`
 		CreatedAt           time.Time `gorm:"not null"`
 		UpdatedAt           time.Time `gorm:"not null"`
 		DeactivatedAt       *time.Time

@@ -105,18 +105,9 @@ func (r notificationRow) domain() (core.Notification, error) {
 	return n, nil
 }
 
-// NotificationFilter narrows ListNotifications.
-type NotificationFilter struct {
-	DAO  string
-	Type string
-	// Before lists notifications stored strictly before this time (zero: now).
-	Before time.Time
-	Limit  int
-}
-
 // ListNotifications lists notifications newest first.
-func (s *Store) ListNotifications(ctx context.Context, f NotificationFilter) ([]core.Notification, error) {
-	limit := Page{Limit: f.Limit}.limit()
+func (s *Store) ListNotifications(ctx context.Context, f core.NotificationFilter) ([]core.Notification, error) {
+	limit := core.Page{Limit: f.Limit}.PageLimit()
 	q := s.db.WithContext(ctx).Model(&notificationRow{}).Order("created_at DESC, id DESC").Limit(limit)
 	if f.DAO != "" {
 		q = q.Where("dao = ?", f.DAO)

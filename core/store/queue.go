@@ -54,25 +54,12 @@ type attemptRow struct {
 
 func (attemptRow) TableName() string { return "delivery_attempts" }
 
-// Job is a claimed delivery with everything needed to send it. It belongs to
-// the claimer until its lease runs out.
-type Job struct {
-	DeliveryID   int64
-	LeaseToken   string
-	Attempt      int // 1 for the first attempt
-	Notification core.Notification
-	Body         []byte // the canonical notification JSON
-	WebhookID    int64
-	WebhookURL   string
-	Secret       string
-}
-
 // Claim takes up to limit due deliveries (pending, or in flight with an
 // expired lease) for the caller, leasing them until now+lease. Deliveries
 // of the webhooks in exclude are left for later. On PostgreSQL concurrent
 // claimers skip each other's rows (FOR UPDATE SKIP LOCKED); on SQLite the
 // single writer gives the same guarantee.
-func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclude []int64) ([]Job, error) {
+func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclude []int64) ([]core.Job, error) {
 	token, err := newToken()
 	if err != nil {
 		return nil, err
@@ -144,7 +131,7 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 		}
 		hookByID[h.ID] = hook{url: h.URL, secret: secret}
 	}
-	jobs := make([]Job, 0, len(claimed))
+	jobs := make([]core.Job, 0, len(claimed))
 	for _, c := range claimed {
 		n, okN := noteByID[c.NotificationID]
 		h, okH := hookByID[c.WebhookID]
@@ -159,7 +146,7 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 		if err != nil {
 			return nil, err
 		}
-		jobs = append(jobs, Job{
+		jobs = append(jobs, core.Job{
 			DeliveryID: c.ID, LeaseToken: token, Attempt: c.Attempts,
 			Notification: note, Body: n.Body,
 			WebhookID: c.WebhookID, WebhookURL: h.url, Secret: h.secret,
@@ -171,7 +158,7 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 // Release hands claimed deliveries back without counting an attempt, due
 // after delay (used when a webhook is at its concurrency limit or the
 // process shuts down).
-func (s *Store) Release(ctx context.Context, jobs []Job, delay time.Duration) error {
+func (s *Store) Release(ctx context.Context, jobs []core.Job, delay time.Duration) error {
 	now := s.now()
 	for _, j := range jobs {
 		if err := s.db.WithContext(ctx).Exec(`UPDATE deliveries SET state = ?, lease_token = '', next_attempt_at = ?, attempts = attempts - 1, updated_at = ?
@@ -183,42 +170,11 @@ func (s *Store) Release(ctx context.Context, jobs []Job, delay time.Duration) er
 	return nil
 }
 
-// Outcome is what an attempt decided for its delivery.
-type Outcome string
-
-const (
-	OutcomeSucceeded Outcome = "succeeded" // 2xx: done
-	OutcomeRetry     Outcome = "retry"     // failed, another attempt at NextAttemptAt
-	OutcomeFailed    Outcome = "failed"    // failed, no attempt left
-	OutcomeGone      Outcome = "gone"      // 410: deactivate the webhook
-	OutcomeDropped   Outcome = "dropped"   // a plugin filtered the delivery out
-)
-
-// AttemptResult records one attempt of a claimed delivery.
-type AttemptResult struct {
-	Job             Job
-	Outcome         Outcome
-	StartedAt       time.Time
-	Duration        time.Duration
-	StatusCode      int
-	Error           string
-	ResponseExcerpt string
-	PluginTrace     string
-	NextAttemptAt   time.Time // with OutcomeRetry
-}
-
-// CompleteOptions carries the webhook health rules applied on completion.
-type CompleteOptions struct {
-	// DisableAfter deactivates a webhook whose deliveries have all failed
-	// for at least this long (0: never).
-	DisableAfter time.Duration
-}
-
 // Complete records a batch of attempts in one transaction: the attempt log,
 // each delivery's new state (only while the caller still holds its lease),
-// and the webhooks' failure streaks, deactivating a webhook on 410 or after
-// DisableAfter of failures. It returns the ids of webhooks it deactivated.
-func (s *Store) Complete(ctx context.Context, results []AttemptResult, opts CompleteOptions) (deactivated []int64, err error) {
+// and the webhooks' failure streaks, deactivating a webhook on 410 or when
+// every delivery has failed for disableAfter (0: never). It returns the ids of webhooks it deactivated.
+func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disableAfter time.Duration) (deactivated []int64, err error) {
 	if len(results) == 0 {
 		return nil, nil
 	}
@@ -236,13 +192,13 @@ func (s *Store) Complete(ctx context.Context, results []AttemptResult, opts Comp
 			j := r.Job
 			state, next, completed := "", now, (*time.Time)(nil)
 			switch r.Outcome {
-			case OutcomeSucceeded:
+			case core.OutcomeSucceeded:
 				state, completed = string(core.DeliverySucceeded), &now
-			case OutcomeRetry:
+			case core.OutcomeRetry:
 				state, next = string(core.DeliveryPending), r.NextAttemptAt.UTC()
-			case OutcomeFailed, OutcomeGone:
+			case core.OutcomeFailed, core.OutcomeGone:
 				state, completed = string(core.DeliveryFailed), &now
-			case OutcomeDropped:
+			case core.OutcomeDropped:
 				state, completed = string(core.DeliveryDropped), &now
 			default:
 				return fmt.Errorf("unknown outcome %q", r.Outcome)
@@ -260,7 +216,7 @@ func (s *Store) Complete(ctx context.Context, results []AttemptResult, opts Comp
 				s.log.Warn("attempt completed after its lease was lost", "delivery", j.DeliveryID, "outcome", string(r.Outcome))
 				continue
 			}
-			if r.Outcome == OutcomeDropped && r.PluginTrace == "" {
+			if r.Outcome == core.OutcomeDropped && r.PluginTrace == "" {
 				continue
 			}
 			attempts = append(attempts, attemptRow{
@@ -269,7 +225,7 @@ func (s *Store) Complete(ctx context.Context, results []AttemptResult, opts Comp
 				StatusCode: r.StatusCode, Outcome: string(r.Outcome), Error: truncate(r.Error, 1024),
 				ResponseExcerpt: truncate(r.ResponseExcerpt, 2048), PluginTrace: r.PluginTrace,
 			})
-			if r.Outcome == OutcomeDropped {
+			if r.Outcome == core.OutcomeDropped {
 				continue
 			}
 			st := hooks[j.WebhookID]
@@ -278,12 +234,12 @@ func (s *Store) Complete(ctx context.Context, results []AttemptResult, opts Comp
 				hooks[j.WebhookID] = st
 				order = append(order, j.WebhookID)
 			}
-			if r.Outcome == OutcomeSucceeded {
+			if r.Outcome == core.OutcomeSucceeded {
 				st.success = true
 			} else {
 				st.failure = true
 			}
-			st.gone = st.gone || r.Outcome == OutcomeGone
+			st.gone = st.gone || r.Outcome == core.OutcomeGone
 		}
 		if len(attempts) > 0 {
 			if err := tx.CreateInBatches(attempts, 200).Error; err != nil {
@@ -306,13 +262,13 @@ func (s *Store) Complete(ctx context.Context, results []AttemptResult, opts Comp
 			switch {
 			case st.gone:
 				reason = "receiver answered 410 Gone"
-			case st.failure && !st.success && opts.DisableAfter > 0:
+			case st.failure && !st.success && disableAfter > 0:
 				var since struct{ FailingSince *time.Time }
 				if err := tx.Raw(`SELECT failing_since FROM webhooks WHERE id = ?`, id).Scan(&since).Error; err != nil {
 					return err
 				}
-				if since.FailingSince != nil && now.Sub(since.FailingSince.UTC()) >= opts.DisableAfter {
-					reason = fmt.Sprintf("every delivery failed since %s (disable_after %s)", since.FailingSince.UTC().Format(time.RFC3339), opts.DisableAfter)
+				if since.FailingSince != nil && now.Sub(since.FailingSince.UTC()) >= disableAfter {
+					reason = fmt.Sprintf("every delivery failed since %s (disable_after %s)", since.FailingSince.UTC().Format(time.RFC3339), disableAfter)
 				}
 			}
 			if reason == "" {
@@ -383,29 +339,9 @@ func (s *Store) Replay(ctx context.Context, id int64) (core.Delivery, error) {
 	return out.domain(), nil
 }
 
-// Attempt is one recorded attempt of a delivery.
-type Attempt struct {
-	Number          int       `json:"number"`
-	StartedAt       time.Time `json:"startedAt"`
-	DurationMs      float64   `json:"durationMs"`
-	StatusCode      int       `json:"statusCode,omitempty"`
-	Outcome         string    `json:"outcome"`
-	Error           string    `json:"error,omitempty"`
-	ResponseExcerpt string    `json:"responseExcerpt,omitempty"`
-	PluginTrace     string    `json:"pluginTrace,omitempty"`
-}
-
-// DeliveryWithAttempts is a delivery and its attempt log, oldest first.
-type DeliveryWithAttempts struct {
-	core.Delivery
-	NotificationType string    `json:"notificationType"`
-	DAO              string    `json:"dao"`
-	AttemptLog       []Attempt `json:"attemptLog"`
-}
-
 // ListDeliveries lists a webhook's deliveries newest first with their attempts.
-func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, state core.DeliveryState, p Page) (items []DeliveryWithAttempts, next int64, err error) {
-	q := s.db.WithContext(ctx).Where("webhook_id = ?", webhookID).Order("id DESC").Limit(p.limit() + 1)
+func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, state core.DeliveryState, p core.Page) (items []core.DeliveryDetail, next int64, err error) {
+	q := s.db.WithContext(ctx).Where("webhook_id = ?", webhookID).Order("id DESC").Limit(p.PageLimit() + 1)
 	if p.Before > 0 {
 		q = q.Where("id < ?", p.Before)
 	}
@@ -416,12 +352,12 @@ func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, state core.
 	if err := q.Find(&rows).Error; err != nil {
 		return nil, 0, fmt.Errorf("list deliveries: %w", err)
 	}
-	if len(rows) > p.limit() {
-		rows = rows[:p.limit()]
+	if len(rows) > p.PageLimit() {
+		rows = rows[:p.PageLimit()]
 		next = rows[len(rows)-1].ID
 	}
 	if len(rows) == 0 {
-		return []DeliveryWithAttempts{}, 0, nil
+		return []core.DeliveryDetail{}, 0, nil
 	}
 	ids := make([]int64, len(rows))
 	nids := make([]string, len(rows))
@@ -440,21 +376,21 @@ func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, state core.
 	for _, n := range notes {
 		byNote[n.ID] = n
 	}
-	byDelivery := map[int64][]Attempt{}
+	byDelivery := map[int64][]core.Attempt{}
 	for _, a := range atts {
-		byDelivery[a.DeliveryID] = append(byDelivery[a.DeliveryID], Attempt{
+		byDelivery[a.DeliveryID] = append(byDelivery[a.DeliveryID], core.Attempt{
 			Number: a.Number, StartedAt: a.StartedAt.UTC(), DurationMs: a.DurationMs, StatusCode: a.StatusCode,
 			Outcome: a.Outcome, Error: a.Error, ResponseExcerpt: a.ResponseExcerpt, PluginTrace: a.PluginTrace,
 		})
 	}
-	items = make([]DeliveryWithAttempts, len(rows))
+	items = make([]core.DeliveryDetail, len(rows))
 	for i, r := range rows {
 		log := byDelivery[r.ID]
 		if log == nil {
-			log = []Attempt{}
+			log = []core.Attempt{}
 		}
 		n := byNote[r.NotificationID]
-		items[i] = DeliveryWithAttempts{Delivery: r.domain(), NotificationType: n.Type, DAO: n.DAO, AttemptLog: log}
+		items[i] = core.DeliveryDetail{Delivery: r.domain(), NotificationType: n.Type, DAO: n.DAO, AttemptLog: log}
 	}
 	return items, next, nil
 }
@@ -471,23 +407,16 @@ func (s *Store) Delivery(ctx context.Context, id int64) (core.Delivery, error) {
 	return row.domain(), nil
 }
 
-// QueueStats describes the delivery queue.
-type QueueStats struct {
-	Depth            int64            // pending and in-flight deliveries
-	OldestPendingAge time.Duration    // age of the oldest unfinished delivery
-	ByState          map[string]int64 // every delivery by state
-}
-
 // QueueStats counts the queue.
-func (s *Store) QueueStats(ctx context.Context) (QueueStats, error) {
+func (s *Store) QueueStats(ctx context.Context) (core.QueueStats, error) {
 	var rows []struct {
 		State string
 		N     int64
 	}
 	if err := s.db.WithContext(ctx).Raw(`SELECT state, COUNT(*) AS n FROM deliveries GROUP BY state`).Scan(&rows).Error; err != nil {
-		return QueueStats{}, fmt.Errorf("queue stats: %w", err)
+		return core.QueueStats{}, fmt.Errorf("queue stats: %w", err)
 	}
-	st := QueueStats{ByState: map[string]int64{}}
+	st := core.QueueStats{ByState: map[string]int64{}}
 	for _, r := range rows {
 		st.ByState[r.State] = r.N
 		if r.State == string(core.DeliveryPending) || r.State == string(core.DeliveryInFlight) {
@@ -500,7 +429,7 @@ func (s *Store) QueueStats(ctx context.Context) (QueueStats, error) {
 		var oldest []deliveryRow
 		if err := s.db.WithContext(ctx).Select("created_at").Where("state IN ?", []string{string(core.DeliveryPending), string(core.DeliveryInFlight)}).
 			Order("id").Limit(1).Find(&oldest).Error; err != nil {
-			return QueueStats{}, fmt.Errorf("queue stats: %w", err)
+			return core.QueueStats{}, fmt.Errorf("queue stats: %w", err)
 		}
 		if len(oldest) == 1 {
 			st.OldestPendingAge = s.now().Sub(oldest[0].CreatedAt.UTC())
@@ -516,4 +445,3 @@ func newToken() (string, error) {
 	}
 	return hex.EncodeToString(b[:]), nil
 }
-

@@ -104,7 +104,7 @@ func TestWebhookLifecycle(t *testing.T) {
 		if sec, _ := s.WebhookSecret(ctx, wh.ID); sec != "whsec_third" {
 			t.Fatalf("reactivation kept the old secret: %q", sec)
 		}
-		list, next, err := s.ListWebhooks(ctx, store.WebhookFilter{}, store.Page{})
+		list, next, err := s.ListWebhooks(ctx, core.WebhookFilter{}, core.Page{})
 		if err != nil || len(list) != 1 || next != 0 {
 			t.Fatalf("list: %v %d %v", list, next, err)
 		}
@@ -147,7 +147,7 @@ func TestConcurrentFirstRegistration(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("%d rows stored, want 1", n)
 		}
-		list, _, _ := s.ListWebhooks(ctx, store.WebhookFilter{}, store.Page{})
+		list, _, _ := s.ListWebhooks(ctx, core.WebhookFilter{}, core.Page{})
 		sec, _ := s.WebhookSecret(ctx, list[0].ID)
 		if !secrets[sec] {
 			t.Fatalf("stored secret %q is not the one handed to the winner", sec)
@@ -234,7 +234,7 @@ func TestNotificationFanOutAndQueue(t *testing.T) {
 		if more, _ := s.Claim(ctx, 10, time.Minute, nil); len(more) != 0 {
 			t.Fatalf("leased deliveries claimed twice: %d", len(more))
 		}
-		var ja, jb store.Job
+		var ja, jb core.Job
 		for _, j := range jobs {
 			if j.WebhookID == a.ID {
 				ja = j
@@ -243,26 +243,26 @@ func TestNotificationFanOutAndQueue(t *testing.T) {
 			}
 		}
 		now := time.Now()
-		_, err = s.Complete(ctx, []store.AttemptResult{
-			{Job: ja, Outcome: store.OutcomeSucceeded, StartedAt: now, StatusCode: 200},
-			{Job: jb, Outcome: store.OutcomeRetry, StartedAt: now, StatusCode: 500, Error: "status 500", NextAttemptAt: now.Add(-time.Second)},
-		}, store.CompleteOptions{})
+		_, err = s.Complete(ctx, []core.AttemptResult{
+			{Job: ja, Outcome: core.OutcomeSucceeded, StartedAt: now, StatusCode: 200},
+			{Job: jb, Outcome: core.OutcomeRetry, StartedAt: now, StatusCode: 500, Error: "status 500", NextAttemptAt: now.Add(-time.Second)},
+		}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// A completion with a stale lease changes nothing.
-		if _, err := s.Complete(ctx, []store.AttemptResult{{Job: jb, Outcome: store.OutcomeSucceeded, StartedAt: now}}, store.CompleteOptions{}); err != nil {
+		if _, err := s.Complete(ctx, []core.AttemptResult{{Job: jb, Outcome: core.OutcomeSucceeded, StartedAt: now}}, 0); err != nil {
 			t.Fatal(err)
 		}
 		retry, _ := s.Claim(ctx, 10, time.Minute, nil)
 		if len(retry) != 1 || retry[0].WebhookID != b.ID || retry[0].Attempt != 2 {
 			t.Fatalf("retry claim: %+v", retry)
 		}
-		list, _, err := s.ListDeliveries(ctx, b.ID, "", store.Page{})
+		list, _, err := s.ListDeliveries(ctx, b.ID, "", core.Page{})
 		if err != nil || len(list) != 1 || len(list[0].AttemptLog) != 1 || list[0].AttemptLog[0].StatusCode != 500 || list[0].DAO != "uniswap" {
 			t.Fatalf("deliveries of b: %+v %v", list, err)
 		}
-		s.Complete(ctx, []store.AttemptResult{{Job: retry[0], Outcome: store.OutcomeFailed, StartedAt: now, StatusCode: 500}}, store.CompleteOptions{})
+		s.Complete(ctx, []core.AttemptResult{{Job: retry[0], Outcome: core.OutcomeFailed, StartedAt: now, StatusCode: 500}}, 0)
 		d, _ := s.Delivery(ctx, retry[0].DeliveryID)
 		if d.State != core.DeliveryFailed {
 			t.Fatalf("state %s, want failed", d.State)
@@ -327,15 +327,15 @@ func TestGoneAndDisableAfter(t *testing.T) {
 		var deact []int64
 		for round := 0; round < 2; round++ {
 			jobs, _ := s.Claim(ctx, 2, time.Minute, nil)
-			var res []store.AttemptResult
+			var res []core.AttemptResult
 			for _, j := range jobs {
-				o := store.OutcomeGone
+				o := core.OutcomeGone
 				if j.WebhookID == b.ID {
-					o = store.OutcomeRetry
+					o = core.OutcomeRetry
 				}
-				res = append(res, store.AttemptResult{Job: j, Outcome: o, StartedAt: time.Now(), StatusCode: 410, NextAttemptAt: time.Now()})
+				res = append(res, core.AttemptResult{Job: j, Outcome: o, StartedAt: time.Now(), StatusCode: 410, NextAttemptAt: time.Now()})
 			}
-			d, err := s.Complete(ctx, res, store.CompleteOptions{DisableAfter: 20 * time.Millisecond})
+			d, err := s.Complete(ctx, res, 20*time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -373,7 +373,7 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	list, _, _ := s2.ListWebhooks(context.Background(), store.WebhookFilter{}, store.Page{})
+	list, _, _ := s2.ListWebhooks(context.Background(), core.WebhookFilter{}, core.Page{})
 	if len(list) != 1 {
 		t.Fatalf("after reopening: %d webhooks", len(list))
 	}

@@ -206,33 +206,10 @@ func (s *Store) ReactivateWebhookByID(ctx context.Context, id int64) (core.Webho
 	return s.Webhook(ctx, id)
 }
 
-// Page selects a page of a list ordered by id: rows with id below Before
-// (0 for the first page), at most Limit of them.
-type Page struct {
-	Before int64
-	Limit  int
-}
-
-func (p Page) limit() int {
-	switch {
-	case p.Limit <= 0:
-		return 50
-	case p.Limit > 500:
-		return 500
-	}
-	return p.Limit
-}
-
-// WebhookFilter narrows ListWebhooks.
-type WebhookFilter struct {
-	State  core.WebhookState // "" for any
-	Search string            // substring of the URL
-}
-
 // ListWebhooks lists webhooks newest first. next is the Before of the next
 // page, 0 when there is none.
-func (s *Store) ListWebhooks(ctx context.Context, f WebhookFilter, p Page) (items []core.Webhook, next int64, err error) {
-	q := s.db.WithContext(ctx).Model(&webhookRow{}).Order("id DESC").Limit(p.limit() + 1)
+func (s *Store) ListWebhooks(ctx context.Context, f core.WebhookFilter, p core.Page) (items []core.Webhook, next int64, err error) {
+	q := s.db.WithContext(ctx).Model(&webhookRow{}).Order("id DESC").Limit(p.PageLimit() + 1)
 	if p.Before > 0 {
 		q = q.Where("id < ?", p.Before)
 	}
@@ -246,8 +223,8 @@ func (s *Store) ListWebhooks(ctx context.Context, f WebhookFilter, p Page) (item
 	if err := q.Omit("secret_ciphertext").Find(&rows).Error; err != nil {
 		return nil, 0, fmt.Errorf("list webhooks: %w", err)
 	}
-	if len(rows) > p.limit() {
-		rows = rows[:p.limit()]
+	if len(rows) > p.PageLimit() {
+		rows = rows[:p.PageLimit()]
 		next = rows[len(rows)-1].ID
 	}
 	items = make([]core.Webhook, len(rows))

@@ -51,7 +51,7 @@ func ExampleMiddleware() {
 		req.Header.Set(receiver.HeaderSignature, signature)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
-		fmt.Println(rec.Code, strings.TrimSpace(rec.Body.String()))
+		fmt.Println(strings.TrimSpace(fmt.Sprint(rec.Code, " ", rec.Body.String())))
 	}
 	deliver(signature)
 	deliver(strings.Repeat("0", 64))

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/config"
+	"github.com/govgate/govgate/core/delivery"
+	"github.com/govgate/govgate/core/httpapi"
+	"github.com/govgate/govgate/core/secrets"
+	"github.com/govgate/govgate/core/signing"
+	"github.com/govgate/govgate/core/ssrf"
+	"github.com/govgate/govgate/core/store"
+)
+
+// DefaultConfigPath is read when --config is not given; it may be absent.
+const DefaultConfigPath = "configs/govgate.yaml"
+
+type onlyFlag map[string]bool
+
+func (o onlyFlag) String() string { return strings.Join(keys(o), ",") }
+func (o onlyFlag) Set(v string) error {
+	for _, part := range strings.Split(v, ",") {
+		switch part {
+		case "api", "webhooks", "admin":
+			o[part] = true
+		default:
+			return fmt.Errorf("want api, webhooks or admin, got %q", part)
+		}
+	}
+	return nil
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// serve runs govgate until ctx ends. With dev it first starts an in-process
+// chain and points the configuration at it.
+func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error {
+	name := "serve"
+	if dev {
+		name = "dev"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "configuration file (default "+DefaultConfigPath+" when present)")
+	only := onlyFlag{}
+	fs.Var(only, "only", "run only these listeners: api, webhooks, admin (repeatable); the dispatcher runs with webhooks")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	path, mustExist := *cfgPath, true
+	if path == "" {
+		path, mustExist = DefaultConfigPath, false
+	}
+	cfg, err := config.Load(path, mustExist, os.Getenv)
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
+	slog.SetDefault(log)
+	if len(only) == 0 {
+		only = onlyFlag{"api": true, "webhooks": true, "admin": true}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var devStop func()
+	if dev {
+		devStop, err = startDevChain(ctx, &cfg, log)
+		if err != nil {
+			return err
+		}
+		defer devStop()
+	}
+
+	box, err := secretBox(cfg, log)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL, box, store.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	log.Info("store ready", "dialect", string(st.Dialect()))
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	var (
+		wg      sync.WaitGroup
+		errs    = make(chan error, 8)
+		servers []*http.Server
+	)
+	runBG := func(name string, fn func(ctx context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				errs <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+
+	// The dispatcher runs wherever the webhook service runs: a deployment
+	// that splits listeners still delivers from the same queue, and several
+	// processes share the queue safely.
+	var wake func()
+	plugins, err := startPlugins(ctx, cfg, log, st)
+	if err != nil {
+		return err
+	}
+	defer plugins.Close(context.Background())
+	if only["webhooks"] {
+		client, err := ssrf.NewClient(ssrf.ClientOptions{AllowPrivate: cfg.Delivery.AllowPrivate, CAFile: cfg.Delivery.CAFile, Timeout: cfg.Delivery.Timeout, MaxIdleConnsPerHost: cfg.Delivery.PerWebhookConcurrency})
+		if err != nil {
+			return fmt.Errorf("delivery client: %w", err)
+		}
+		metrics := delivery.NewMetrics(reg)
+		d, err := delivery.New(delivery.Config{
+			Queue: st, Client: client, Transformer: plugins.Transformer(), Logger: log, Metrics: metrics,
+			UserAgent: "govgate/" + version + " (+https://github.com/govgate/govgate)",
+			Timeout:   cfg.Delivery.Timeout, Workers: cfg.Delivery.Workers, PerWebhookConcurrency: cfg.Delivery.PerWebhookConcurrency,
+			Schedule: cfg.Delivery.Schedule, Jitter: cfg.Delivery.Jitter, MaxRetryAfter: cfg.Delivery.MaxRetryAfter,
+			Lease: cfg.Delivery.Lease, DisableAfter: cfg.Delivery.DisableAfter, BatchSize: cfg.Delivery.BatchSize, PollInterval: cfg.Delivery.PollInterval,
+		})
+		if err != nil {
+			return err
+		}
+		wake = d.Wake
+		runBG("dispatcher", d.Run)
+		go metrics.RefreshQueueGauges(ctx, st, 5*time.Second, log)
+		if cfg.Delivery.AllowPrivate {
+			log.Warn("GOVGATE_DELIVERY_ALLOW_PRIVATE=true: webhooks may target loopback and private addresses; use only for local development and tests")
+		}
+	}
+	producer := &wakingStore{Store: st, wake: wake}
+
+	chainSvc, err := startChains(ctx, cfg, log, st, producer, reg, runBG)
+	if err != nil {
+		return err
+	}
+
+	listen := func(name, addr string, h http.Handler) error {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("%s listener: %w", name, err)
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		servers = append(servers, srv)
+		log.Info("listening", "listener", name, "addr", "http://"+l.Addr().String())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs <- fmt.Errorf("%s listener: %w", name, err)
+			}
+		}()
+		return nil
+	}
+	if only["api"] {
+		if err := listen("api", cfg.API.Addr, httpapi.NewAPI(httpapi.APIConfig{DAOs: cfg.DAOs, Health: chainSvc.Health(), Logger: log, Routes: chainSvc.APIRoutes()})); err != nil {
+			return err
+		}
+	}
+	if only["webhooks"] {
+		h := httpapi.NewWebhookService(httpapi.WebhookServiceConfig{
+			Registry: st, NewSecret: signing.NewSecret, AllowPrivate: cfg.Delivery.AllowPrivate,
+			RatePerMinute: cfg.Registration.RatePerMinute, Burst: cfg.Registration.Burst, Logger: log,
+		})
+		if err := listen("webhooks", cfg.Webhooks.Addr, h); err != nil {
+			return err
+		}
+	}
+	if only["admin"] {
+		if cfg.Admin.Token == "" {
+			log.Warn("GOVGATE_ADMIN_TOKEN is not set: the admin API and page refuse every request")
+		}
+		admin := adminHandler(cfg, log, producer, reg, plugins, chainSvc)
+		if err := listen("admin", cfg.Admin.Addr, admin); err != nil {
+			return err
+		}
+	}
+	log.Info("govgate started", "version", version, "daos", len(cfg.DAOs), "listeners", only.String())
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case runErr = <-errs:
+		log.Error("stopping after a failure", "err", runErr)
+	}
+	shutdownCtx, done := context.WithTimeout(context.Background(), 30*time.Second)
+	defer done()
+	for _, srv := range servers {
+		srv.Shutdown(shutdownCtx)
+	}
+	cancel()
+	wg.Wait()
+	log.Info("stopped")
+	return runErr
+}
+
+// wakingStore wakes the local dispatcher whenever a notification is stored,
+// so a delivery starts at once rather than at the next poll.
+type wakingStore struct {
+	*store.Store
+	wake func()
+}
+
+func (w *wakingStore) CreateNotification(ctx context.Context, n core.Notification, source string) (bool, error) {
+	created, err := w.Store.CreateNotification(ctx, n, source)
+	if created && w.wake != nil {
+		w.wake()
+	}
+	return created, err
+}
+
+// Wake wakes the dispatcher after a producer stored notifications itself.
+func (w *wakingStore) Wake() {
+	if w.wake != nil {
+		w.wake()
+	}
+}
+
+// secretBox returns the cipher of webhook secrets: from GOVGATE_SECRET_KEY,
+// or, with SQLite only, from a key file beside the database, created on
+// first start.
+func secretBox(cfg config.Config, log *slog.Logger) (*secrets.Box, error) {
+	if cfg.SecretKey != "" {
+		key, err := secrets.ParseKey(cfg.SecretKey)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", config.EnvSecretKey, err)
+		}
+		return secrets.New(key)
+	}
+	path, ok := strings.CutPrefix(cfg.DatabaseURL, "sqlite:")
+	if !ok {
+		return nil, fmt.Errorf("%s is required with PostgreSQL: set it to the base64 of 32 random bytes (for example: openssl rand -base64 32) and keep it safe; it encrypts webhook secrets", config.EnvSecretKey)
+	}
+	if path == ":memory:" {
+		return nil, fmt.Errorf("%s is required with an in-memory database", config.EnvSecretKey)
+	}
+	key, err := secrets.LoadOrCreateKeyFile(filepath.Join(filepath.Dir(path), "govgate.key"), log)
+	if err != nil {
+		return nil, err
+	}
+	return secrets.New(key)
+}
+
+func adminHandler(cfg config.Config, log *slog.Logger, st httpapi.AdminStore, reg *prometheus.Registry, plugins *pluginService, chains *chainService) http.Handler {
+	return httpapi.NewAdmin(httpapi.AdminConfig{
+		Store: st, DAOs: cfg.DAOs, Token: cfg.Admin.Token, Logger: log,
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Routes:  append(plugins.AdminRoutes(), chains.AdminRoutes()...),
+	})
+}

@@ -1,0 +1,401 @@
+// Package delivery is the dispatcher: it claims due deliveries from the
+// store's queue under a lease, runs the plugin chain, signs the exact bytes
+// it sends, POSTs them with an SSRF-safe client, and records every attempt
+// and the next one. Nothing lives only in memory: a crashed process's leases
+// run out and its deliveries are taken up again, by it or by another process.
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+
+	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/signing"
+)
+
+// Queue is what the dispatcher needs from the store.
+type Queue interface {
+	Claim(ctx context.Context, limit int, lease time.Duration, exclude []int64) ([]core.Job, error)
+	Release(ctx context.Context, jobs []core.Job, delay time.Duration) error
+	Complete(ctx context.Context, results []core.AttemptResult, disableAfter time.Duration) (deactivated []int64, err error)
+}
+
+// Transformer runs the plugin chain that applies to a job. Keep false drops
+// the delivery; Body and ContentType replace the notification JSON when set.
+// Trace is a JSON record of which plugins ran, what they decided and how long
+// they took.
+type Transformer interface {
+	Transform(ctx context.Context, job core.Job) (TransformResult, error)
+}
+
+// TransformResult is the outcome of a plugin chain for one delivery.
+type TransformResult struct {
+	Keep        bool
+	Body        []byte
+	ContentType string
+	Trace       string
+	DropReason  string
+}
+
+// Config configures a Dispatcher.
+type Config struct {
+	Queue       Queue
+	Client      *http.Client
+	Transformer Transformer // nil: no plugins
+	Logger      *slog.Logger
+	Metrics     *Metrics // nil: no metrics
+
+	UserAgent             string
+	Timeout               time.Duration
+	Workers               int
+	PerWebhookConcurrency int
+	Schedule              []time.Duration
+	Jitter                float64
+	MaxRetryAfter         time.Duration
+	Lease                 time.Duration
+	DisableAfter          time.Duration
+	BatchSize             int
+	PollInterval          time.Duration
+}
+
+// MaxResponseExcerpt is how much of a receiver's answer is recorded.
+const MaxResponseExcerpt = 1024
+
+// Dispatcher delivers queued notifications.
+type Dispatcher struct {
+	cfg  Config
+	log  *slog.Logger
+	wake chan struct{}
+
+	mu         sync.Mutex
+	inflight   int
+	perWebhook map[int64]int
+	slotFree   chan struct{}
+
+	results chan core.AttemptResult
+	wg      sync.WaitGroup
+}
+
+// New returns a dispatcher; Run starts it.
+func New(cfg Config) (*Dispatcher, error) {
+	switch {
+	case cfg.Queue == nil:
+		return nil, errors.New("dispatcher: queue required")
+	case cfg.Client == nil:
+		return nil, errors.New("dispatcher: http client required")
+	case cfg.Workers <= 0 || cfg.PerWebhookConcurrency <= 0 || cfg.BatchSize <= 0:
+		return nil, errors.New("dispatcher: workers, per-webhook concurrency and batch size must be positive")
+	case cfg.Lease < cfg.Timeout:
+		return nil, errors.New("dispatcher: lease must outlast the delivery timeout")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	return &Dispatcher{
+		cfg: cfg, log: cfg.Logger,
+		wake:       make(chan struct{}, 1),
+		slotFree:   make(chan struct{}, 1),
+		perWebhook: map[int64]int{},
+		results:    make(chan core.AttemptResult, 4*cfg.Workers),
+	}, nil
+}
+
+// Wake tells the dispatcher that new deliveries may be due, so it claims
+// now instead of at its next poll.
+func (d *Dispatcher) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run claims and delivers until ctx ends, then waits for attempts under way
+// (each bounded by the delivery timeout) and records them.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { defer close(done); d.recordLoop() }()
+	defer func() {
+		d.wg.Wait()
+		close(d.results)
+		<-done
+	}()
+	bo := newStoreBackoff()
+	for ctx.Err() == nil {
+		free, exclude := d.capacity()
+		if free == 0 {
+			select {
+			case <-ctx.Done():
+			case <-d.slotFree:
+			}
+			continue
+		}
+		limit := min(free, d.cfg.BatchSize)
+		jobs, err := d.cfg.Queue.Claim(ctx, limit, d.cfg.Lease, exclude)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			wait := bo.NextBackOff()
+			d.log.Warn("claim deliveries failed; retrying", "err", err, "in", wait)
+			sleep(ctx, wait)
+			continue
+		}
+		bo.Reset()
+		var surplus []core.Job
+		for _, j := range jobs {
+			if !d.acquire(j.WebhookID) {
+				surplus = append(surplus, j)
+				continue
+			}
+			d.wg.Add(1)
+			go func(j core.Job) {
+				defer d.wg.Done()
+				res := d.attempt(ctx, j)
+				d.release(j.WebhookID)
+				d.results <- res
+			}(j)
+		}
+		if len(surplus) > 0 {
+			// The batch held more for one webhook than its limit allows:
+			// give them back now rather than hold their leases idle.
+			if err := d.cfg.Queue.Release(context.WithoutCancel(ctx), surplus, 0); err != nil {
+				d.log.Warn("release surplus deliveries", "err", err)
+			}
+		}
+		if len(jobs) < limit {
+			select {
+			case <-ctx.Done():
+			case <-d.wake:
+			case <-time.After(d.cfg.PollInterval):
+			}
+		}
+	}
+	return nil
+}
+
+func (d *Dispatcher) capacity() (free int, exclude []int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id, n := range d.perWebhook {
+		if n >= d.cfg.PerWebhookConcurrency {
+			exclude = append(exclude, id)
+		}
+	}
+	return d.cfg.Workers - d.inflight, exclude
+}
+
+func (d *Dispatcher) acquire(webhook int64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.perWebhook[webhook] >= d.cfg.PerWebhookConcurrency {
+		return false
+	}
+	d.perWebhook[webhook]++
+	d.inflight++
+	return true
+}
+
+func (d *Dispatcher) release(webhook int64) {
+	d.mu.Lock()
+	if d.perWebhook[webhook]--; d.perWebhook[webhook] <= 0 {
+		delete(d.perWebhook, webhook)
+	}
+	d.inflight--
+	d.mu.Unlock()
+	select {
+	case d.slotFree <- struct{}{}:
+	default:
+	}
+}
+
+// recordLoop writes attempt results in batches: one transaction for many
+// attempts keeps the database from being the bottleneck. When the database
+// is down it keeps the batch and retries; leases keep the deliveries safe
+// meanwhile.
+func (d *Dispatcher) recordLoop() {
+	ctx := context.Background()
+	var batch []core.AttemptResult
+	flush := func() {
+		bo := newStoreBackoff()
+		for {
+			deact, err := d.cfg.Queue.Complete(ctx, batch, d.cfg.DisableAfter)
+			if err == nil {
+				for _, id := range deact {
+					d.log.Warn("webhook deactivated by delivery failures", "webhook", id)
+				}
+				d.cfg.Metrics.recorded(batch)
+				batch = batch[:0]
+				return
+			}
+			wait := bo.NextBackOff()
+			d.log.Warn("record delivery attempts failed; retrying", "err", err, "attempts", len(batch), "in", wait)
+			time.Sleep(wait)
+		}
+	}
+	for {
+		res, ok := <-d.results
+		if !ok {
+			return
+		}
+		batch = append(batch, res)
+		// Take whatever else is ready, without waiting for it.
+	drain:
+		for len(batch) < 256 {
+			select {
+			case r, ok := <-d.results:
+				if !ok {
+					flush()
+					return
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		flush()
+	}
+}
+
+// attempt makes one delivery attempt and decides what comes next.
+func (d *Dispatcher) attempt(ctx context.Context, j core.Job) core.AttemptResult {
+	start := time.Now()
+	res := core.AttemptResult{Job: j, StartedAt: start}
+	body, contentType := j.Body, "application/json"
+	if d.cfg.Transformer != nil {
+		tr, err := d.cfg.Transformer.Transform(ctx, j)
+		res.PluginTrace = tr.Trace
+		if err != nil {
+			// The chain itself could not run (not a plugin failure, which the
+			// chain's policy handles): retry later, like a network error.
+			res.Error = "plugins: " + err.Error()
+			return d.failed(res, 0, nil)
+		}
+		if !tr.Keep {
+			res.Outcome, res.Error, res.Duration = core.OutcomeDropped, tr.DropReason, time.Since(start)
+			return res
+		}
+		if tr.Body != nil {
+			body = tr.Body
+		}
+		if tr.ContentType != "" {
+			contentType = tr.ContentType
+		}
+	}
+	// Shutdown must not cut an attempt short: it has its own timeout.
+	reqCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, j.WebhookURL, bytes.NewReader(body))
+	if err != nil {
+		res.Error = "build request: " + err.Error()
+		return d.failed(res, 0, nil)
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("User-Agent", d.cfg.UserAgent)
+	// Each attempt is signed at send time, so its timestamp is fresh.
+	signing.SignHeader(req.Header, j.Secret, j.Notification.ID, time.Now(), body)
+	resp, err := d.cfg.Client.Do(req)
+	res.Duration = time.Since(start)
+	if err != nil {
+		res.Error = describeError(err, d.cfg.Timeout)
+		return d.failed(res, 0, nil)
+	}
+	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseExcerpt))
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
+	resp.Body.Close()
+	res.Duration = time.Since(start)
+	res.StatusCode, res.ResponseExcerpt = resp.StatusCode, string(bytes.ToValidUTF8(excerpt, []byte("?")))
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		res.Outcome = core.OutcomeSucceeded
+		return res
+	case resp.StatusCode == http.StatusGone:
+		res.Outcome, res.Error = core.OutcomeGone, "receiver answered 410 Gone: webhook deactivated"
+		return res
+	}
+	res.Error = "receiver answered " + strconv.Itoa(resp.StatusCode)
+	return d.failed(res, resp.StatusCode, resp.Header)
+}
+
+// failed schedules the next attempt of a failed one, or gives up when the
+// schedule is exhausted.
+func (d *Dispatcher) failed(res core.AttemptResult, status int, h http.Header) core.AttemptResult {
+	n := res.Job.Attempt // attempts made so far, this one included
+	if n > len(d.cfg.Schedule) {
+		res.Outcome = core.OutcomeFailed
+		res.Error += fmt.Sprintf(" (attempt %d of %d: giving up)", n, len(d.cfg.Schedule)+1)
+		return res
+	}
+	wait := Jitter(d.cfg.Schedule[n-1], d.cfg.Jitter)
+	if ra, ok := RetryAfter(h, time.Now()); ok {
+		wait = min(max(ra, time.Second), d.cfg.MaxRetryAfter)
+	}
+	res.Outcome = core.OutcomeRetry
+	res.NextAttemptAt = time.Now().Add(wait)
+	return res
+}
+
+// Jitter spreads a wait uniformly over ±frac of itself, so receivers that
+// failed together are not retried together.
+func Jitter(wait time.Duration, frac float64) time.Duration {
+	if frac <= 0 {
+		return wait
+	}
+	f := 1 + frac*(2*rand.Float64()-1)
+	return time.Duration(float64(wait) * f)
+}
+
+// RetryAfter parses a Retry-After header: delay-seconds or an HTTP date.
+func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil && secs >= 0 {
+		return time.Duration(secs) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+func describeError(err error, timeout time.Duration) string {
+	var ue interface{ Timeout() bool }
+	if errors.As(err, &ue) && ue.Timeout() {
+		return fmt.Sprintf("timed out after %s", timeout)
+	}
+	return err.Error()
+}
+
+// newStoreBackoff is the wait between retries of a failing database call:
+// exponential from 100 ms to 5 s, for as long as it takes (cenkalti/backoff).
+func newStoreBackoff() *backoff.ExponentialBackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 100 * time.Millisecond
+	b.MaxInterval = 5 * time.Second
+	b.Reset()
+	return b
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

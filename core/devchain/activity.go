@@ -1,0 +1,117 @@
+package devchain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/govgate/govgate/core"
+)
+
+// RunActivity plays a script of governance on both DAOs, one scene every
+// `every`, until ctx ends: full lifecycles (propose, for/against/abstain
+// votes with reasons, queue, execute), a late quorum that extends the
+// deadline, a vote with params, and cancellations. It returns ctx's error,
+// or the first failure of a scene.
+func (c *Chain) RunActivity(ctx context.Context, every time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for i := 0; ; i++ {
+		scene := scenes[i%len(scenes)]
+		if err := scene.run(ctx, c, i); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("devchain activity %q: %w", scene.name, err)
+		}
+		c.log.Debug("devchain activity", "scene", scene.name, "round", i)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+type scene struct {
+	name string
+	run  func(ctx context.Context, c *Chain, round int) error
+}
+
+var scenes = []scene{
+	{"oz lifecycle", func(ctx context.Context, c *Chain, round int) error {
+		return c.Lifecycle(ctx, c.OZ, round, false)
+	}},
+	{"bravo lifecycle", func(ctx context.Context, c *Chain, round int) error {
+		return c.Lifecycle(ctx, c.Bravo, round, false)
+	}},
+	{"oz cancel", func(ctx context.Context, c *Chain, round int) error {
+		return c.proposeAndCancel(ctx, c.OZ, round)
+	}},
+	{"oz late quorum", func(ctx context.Context, c *Chain, round int) error {
+		return c.Lifecycle(ctx, c.OZ, round, true)
+	}},
+	{"bravo cancel", func(ctx context.Context, c *Chain, round int) error {
+		return c.proposeAndCancel(ctx, c.Bravo, round)
+	}},
+}
+
+// Lifecycle runs one proposal from creation to execution: account 1
+// proposes; accounts 2, 3 and 1 vote against, for and abstain, with reasons.
+// With late set (OpenZeppelin only), quorum is reached in the last block of
+// voting, which extends the deadline (ProposalExtended), and the abstention
+// carries params (VoteCastWithParams).
+func (c *Chain) Lifecycle(ctx context.Context, d *Deployment, round int, late bool) error {
+	p, err := c.Propose(ctx, d, 1, fmt.Sprintf("# Dev proposal %d\n\nStore %d in the box.", round, round), uint64(round))
+	if err != nil {
+		return err
+	}
+	if err := c.OpenVoting(ctx, p); err != nil {
+		return err
+	}
+	if _, err := c.Vote(ctx, p, 2, Against, "not convinced"); err != nil {
+		return err
+	}
+	if late && d.Kind == core.KindOZGovernor {
+		// Quorum in the deadline block: the deadline moves by the extension.
+		if err := c.MineTo(ctx, p.VoteEnd-1); err != nil {
+			return err
+		}
+	}
+	if _, err := c.Vote(ctx, p, 3, For, "ship it"); err != nil {
+		return err
+	}
+	if late && d.Kind == core.KindOZGovernor {
+		_, err = c.VoteWithParams(ctx, p, 1, Abstain, "abstaining, with params", []byte{0xca, 0xfe})
+	} else {
+		_, err = c.Vote(ctx, p, 1, Abstain, "")
+	}
+	if err != nil {
+		return err
+	}
+	if err := c.CloseVoting(ctx, p); err != nil {
+		return err
+	}
+	if _, err := c.Queue(ctx, p); err != nil {
+		return err
+	}
+	if _, err := c.Execute(ctx, p); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c *Chain) proposeAndCancel(ctx context.Context, d *Deployment, round int) error {
+	p, err := c.Propose(ctx, d, 2, fmt.Sprintf("Dev proposal %d, withdrawn", round), uint64(round))
+	if err != nil {
+		return err
+	}
+	if _, err := c.Cancel(ctx, p); err != nil {
+		return err
+	}
+	if s, err := c.State(ctx, p); err != nil || s != 2 {
+		return errors.Join(err, fmt.Errorf("state after cancel is %d, not canceled", s))
+	}
+	return nil
+}

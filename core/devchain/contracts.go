@@ -1,0 +1,239 @@
+package devchain
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum/accounts/abi"
+	"github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/govgate/govgate/core"
+)
+
+//go:embed contracts/artifacts/*.json
+var artifactFS embed.FS
+
+// Artifact is a compiled contract: its ABI and creation bytecode.
+type Artifact struct {
+	Name     string
+	ABI      abi.ABI
+	Bytecode []byte
+}
+
+var (
+	artifactsOnce sync.Once
+	artifacts     map[string]*Artifact
+	artifactsErr  error
+)
+
+// LoadArtifact returns the compiled contract name (GovToken, Timelock,
+// OZGovernor, BravoGovernor, Box, BatchVoter).
+func LoadArtifact(name string) (*Artifact, error) {
+	artifactsOnce.Do(func() {
+		artifacts = map[string]*Artifact{}
+		entries, err := artifactFS.ReadDir("contracts/artifacts")
+		if err != nil {
+			artifactsErr = err
+			return
+		}
+		for _, e := range entries {
+			raw, err := artifactFS.ReadFile("contracts/artifacts/" + e.Name())
+			if err != nil {
+				artifactsErr = err
+				return
+			}
+			var f struct {
+				ContractName string          `json:"contractName"`
+				ABI          json.RawMessage `json:"abi"`
+				Bytecode     string          `json:"bytecode"`
+			}
+			if err := json.Unmarshal(raw, &f); err != nil {
+				artifactsErr = fmt.Errorf("%s: %w", e.Name(), err)
+				return
+			}
+			a, err := abi.JSON(strings.NewReader(string(f.ABI)))
+			if err != nil {
+				artifactsErr = fmt.Errorf("%s: abi: %w", e.Name(), err)
+				return
+			}
+			code, err := hexutil.Decode(f.Bytecode)
+			if err != nil {
+				artifactsErr = fmt.Errorf("%s: bytecode: %w", e.Name(), err)
+				return
+			}
+			artifacts[f.ContractName] = &Artifact{Name: f.ContractName, ABI: a, Bytecode: code}
+		}
+	})
+	if artifactsErr != nil {
+		return nil, fmt.Errorf("load artifacts: %w", artifactsErr)
+	}
+	a, ok := artifacts[name]
+	if !ok {
+		return nil, fmt.Errorf("load artifacts: no contract %q", name)
+	}
+	return a, nil
+}
+
+func mustArtifact(name string) *Artifact {
+	a, err := LoadArtifact(name)
+	if err != nil {
+		panic(err) // the artifacts are embedded: only a broken build gets here
+	}
+	return a
+}
+
+func (c *Chain) bound(name string, addr common.Address) *bind.BoundContract {
+	return bind.NewBoundContract(addr, mustArtifact(name).ABI, c.client, c.client, c.client)
+}
+
+func (c *Chain) txOpts(ctx context.Context, from int) *bind.TransactOpts {
+	o := bind.NewKeyedTransactor(c.keys[from], big.NewInt(ChainID))
+	o.Context = ctx
+	return o
+}
+
+// deployLocked deploys artifact name from account 0 and seals it in a block.
+func (c *Chain) deployLocked(ctx context.Context, name string, args ...any) (common.Address, uint64, error) {
+	a := mustArtifact(name)
+	input, err := a.ABI.Pack("", args...)
+	if err != nil {
+		return common.Address{}, 0, fmt.Errorf("%s: pack constructor: %w", name, err)
+	}
+	addr, tx, err := bind.DeployContract(c.txOpts(ctx, 0), a.Bytecode, c.client, input)
+	if err != nil {
+		return common.Address{}, 0, fmt.Errorf("%s: %w", name, err)
+	}
+	c.backend.Commit()
+	r, err := c.receipt(ctx, tx)
+	if err != nil {
+		return common.Address{}, 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return addr, r.BlockNumber.Uint64(), nil
+}
+
+// send signs and sends a call from account from without sealing a block.
+func (c *Chain) send(ctx context.Context, from int, name string, to common.Address, method string, args ...any) (*types.Transaction, error) {
+	tx, err := c.bound(name, to).Transact(c.txOpts(ctx, from), method, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s.%s: %w", name, method, err)
+	}
+	return tx, nil
+}
+
+// transact sends a call, seals it in a block and returns its receipt.
+func (c *Chain) transact(ctx context.Context, from int, name string, to common.Address, method string, args ...any) (*types.Receipt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.transactLocked(ctx, from, name, to, method, args...)
+}
+
+func (c *Chain) transactLocked(ctx context.Context, from int, name string, to common.Address, method string, args ...any) (*types.Receipt, error) {
+	tx, err := c.send(ctx, from, name, to, method, args...)
+	if err != nil {
+		return nil, err
+	}
+	c.backend.Commit()
+	r, err := c.receipt(ctx, tx)
+	if err != nil {
+		return nil, fmt.Errorf("%s.%s: %w", name, method, err)
+	}
+	return r, nil
+}
+
+func (c *Chain) receipt(ctx context.Context, tx *types.Transaction) (*types.Receipt, error) {
+	r, err := c.client.TransactionReceipt(ctx, tx.Hash())
+	if err != nil {
+		return nil, fmt.Errorf("receipt of %s: %w", tx.Hash(), err)
+	}
+	if r.Status != types.ReceiptStatusSuccessful {
+		return r, fmt.Errorf("%w: %s (gas used %d of %d)", errReverted, tx.Hash(), r.GasUsed, tx.Gas())
+	}
+	return r, nil
+}
+
+// call runs a view function at the head.
+func (c *Chain) call(ctx context.Context, name string, to common.Address, method string, args ...any) ([]any, error) {
+	var out []any
+	err := c.bound(name, to).Call(&bind.CallOpts{Context: ctx}, &out, method, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s.%s: %w", name, method, err)
+	}
+	return out, nil
+}
+
+func role(name string) [32]byte { return crypto.Keccak256Hash([]byte(name)) }
+
+// deploy deploys the token, the timelock, both governors, the Box target and
+// the BatchVoter, then gives every account an equal share of the token,
+// self-delegated.
+func (c *Chain) deploy(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	supply := new(big.Int).Mul(big.NewInt(tokenSupply), ether)
+	token, _, err := c.deployLocked(ctx, "GovToken", c.addrs[0], supply)
+	if err != nil {
+		return err
+	}
+	timelock, _, err := c.deployLocked(ctx, "Timelock", big.NewInt(timelockDelay), []common.Address{}, []common.Address{{}}, c.addrs[0])
+	if err != nil {
+		return err
+	}
+	oz, ozBlock, err := c.deployLocked(ctx, "OZGovernor", "Govgate Dev Governor", token, timelock,
+		new(big.Int).SetUint64(votingDelay), uint32(votingPeriod), big.NewInt(quorumPercent), new(big.Int).SetUint64(lateQuorumExtension))
+	if err != nil {
+		return err
+	}
+	for _, r := range []string{"PROPOSER_ROLE", "CANCELLER_ROLE"} {
+		if _, err := c.transactLocked(ctx, 0, "Timelock", timelock, "grantRole", role(r), oz); err != nil {
+			return err
+		}
+	}
+	quorumVotes := new(big.Int).Mul(big.NewInt(tokenSupply*quorumPercent/100), ether)
+	bravo, bravoBlock, err := c.deployLocked(ctx, "BravoGovernor", token,
+		big.NewInt(votingDelay), big.NewInt(votingPeriod), big.NewInt(timelockDelay), quorumVotes)
+	if err != nil {
+		return err
+	}
+	if c.Box, _, err = c.deployLocked(ctx, "Box"); err != nil {
+		return err
+	}
+	if c.batch, _, err = c.deployLocked(ctx, "BatchVoter"); err != nil {
+		return err
+	}
+
+	share := new(big.Int).Div(supply, big.NewInt(int64(len(c.addrs))))
+	for i := 1; i < len(c.addrs); i++ {
+		if _, err := c.send(ctx, 0, "GovToken", token, "transfer", c.addrs[i], share); err != nil {
+			return err
+		}
+	}
+	c.backend.Commit()
+	for i := range c.addrs {
+		if _, err := c.send(ctx, i, "GovToken", token, "delegate", c.addrs[i]); err != nil {
+			return err
+		}
+	}
+	c.backend.Commit()
+
+	c.OZ = &Deployment{
+		Slug: "dev-oz", Name: "Devchain OpenZeppelin Governor", Kind: core.KindOZGovernor,
+		Governor: oz, Token: token, Timelock: timelock, StartBlock: ozBlock,
+		VotingDelay: votingDelay, VotingPeriod: votingPeriod, TimelockDelay: timelockDelay * time.Second,
+	}
+	c.Bravo = &Deployment{
+		Slug: "dev-bravo", Name: "Devchain Bravo Governor", Kind: core.KindGovernorBravo,
+		Governor: bravo, Token: token, StartBlock: bravoBlock,
+		VotingDelay: votingDelay, VotingPeriod: votingPeriod, TimelockDelay: timelockDelay * time.Second,
+	}
+	return nil
+}

@@ -1,0 +1,348 @@
+// Package devchain runs a real EVM chain in process for development and
+// tests: go-ethereum's simulated backend serving JSON-RPC on 127.0.0.1, with
+// an ERC20Votes token, an OpenZeppelin 5.x Governor behind a
+// TimelockController, and a GovernorBravo-compatible governor already
+// deployed. Its helpers propose, vote, queue, execute and cancel, advance
+// blocks and time, and fork the chain, so that govgate can be exercised
+// against the same contracts and events it meets on mainnet.
+//
+// The contracts are compiled from contracts/src by contracts/gen.sh; the
+// ABI and bytecode it writes to contracts/artifacts are committed and
+// embedded here.
+package devchain
+
+//go:generate bash contracts/gen.sh
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/eth/ethconfig"
+	"github.com/ethereum/go-ethereum/ethclient/simulated"
+	"github.com/ethereum/go-ethereum/node"
+	"github.com/ethereum/go-ethereum/params"
+
+	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/chain"
+)
+
+// ChainID is the chain id of every devchain (the simulated backend's).
+const ChainID = 1337
+
+// Options configure Start. The zero value is usable.
+type Options struct {
+	// Addr is where JSON-RPC is served; default "127.0.0.1:0" (any free port).
+	Addr string
+	// BlockTime, when positive, seals a block that often even without
+	// transactions, so that the head moves as on a live chain.
+	BlockTime time.Duration
+	// Accounts is how many funded dev accounts to create (default 10, at
+	// least 4). Account 0 deploys; every account holds and self-delegates the
+	// same share of the governance token.
+	Accounts int
+	// BlockGasLimit defaults to go-ethereum's default gas ceiling.
+	BlockGasLimit uint64
+	Logger        *slog.Logger
+}
+
+// Chain is a running development chain. Its methods are safe for concurrent
+// use: transactions, block sealing, forks and time jumps are serialised.
+type Chain struct {
+	backend *simulated.Backend
+	client  simulated.Client
+	url     string
+	log     *slog.Logger
+	keys    []*ecdsa.PrivateKey
+	addrs   []common.Address
+	signer  types.Signer
+
+	mu sync.Mutex // serialises sending, sealing, forking and time jumps
+
+	OZ    *Deployment // the OpenZeppelin Governor DAO
+	Bravo *Deployment // the GovernorBravo-compatible DAO
+	Box   common.Address
+	batch common.Address // BatchVoter
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Deployment is one DAO deployed on the devchain.
+type Deployment struct {
+	Slug       string
+	Name       string
+	Kind       core.GovernorKind
+	Governor   common.Address
+	Token      common.Address
+	Timelock   common.Address // zero for the Bravo-style governor, which times itself
+	StartBlock uint64         // block of the governor's deployment
+	// VotingDelay and VotingPeriod are in blocks; TimelockDelay in seconds.
+	VotingDelay, VotingPeriod uint64
+	TimelockDelay             time.Duration
+}
+
+// DAO returns the deployment as govgate configures a DAO.
+func (d *Deployment) DAO() core.DAO {
+	return core.DAO{
+		Slug:       d.Slug,
+		Name:       d.Name,
+		ChainID:    ChainID,
+		Governor:   d.Governor.Hex(),
+		Kind:       d.Kind,
+		StartBlock: d.StartBlock,
+	}
+}
+
+// Governance parameters of the deployed DAOs.
+const (
+	votingDelay         = 1  // blocks
+	votingPeriod        = 5  // blocks
+	lateQuorumExtension = 3  // blocks
+	quorumPercent       = 4  // of the token supply
+	timelockDelay       = 60 // seconds
+	tokenSupply         = 1_000_000
+)
+
+var ether = big.NewInt(params.Ether)
+
+// Start starts a chain, deploys the contracts and hands out the tokens. The
+// chain runs until Close; ctx bounds only the start.
+func Start(ctx context.Context, opts Options) (*Chain, error) {
+	if opts.Accounts == 0 {
+		opts.Accounts = 10
+	}
+	if opts.Accounts < 4 {
+		return nil, fmt.Errorf("devchain: accounts: %d is fewer than 4", opts.Accounts)
+	}
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	c := &Chain{log: opts.Logger, stop: make(chan struct{})}
+	alloc := types.GenesisAlloc{}
+	for i := range opts.Accounts {
+		key := DevKey(i)
+		c.keys = append(c.keys, key)
+		addr := crypto.PubkeyToAddress(key.PublicKey)
+		c.addrs = append(c.addrs, addr)
+		alloc[addr] = types.Account{Balance: new(big.Int).Mul(big.NewInt(1_000_000), ether)}
+	}
+	if err := c.startBackend(alloc, opts); err != nil {
+		return nil, err
+	}
+	c.signer = types.LatestSignerForChainID(big.NewInt(ChainID))
+	if err := c.deploy(ctx); err != nil {
+		c.backend.Close()
+		return nil, fmt.Errorf("devchain: deploy: %w", err)
+	}
+	if opts.BlockTime > 0 {
+		c.wg.Add(1)
+		go c.autoMine(opts.BlockTime)
+	}
+	c.log.Info("devchain started", "rpc", c.url, "oz_governor", c.OZ.Governor, "bravo_governor", c.Bravo.Governor)
+	return c, nil
+}
+
+// startBackend starts the simulated backend with JSON-RPC over HTTP. The
+// backend cannot report the port it bound, so for port 0 a free port is
+// picked first (and picked again if another process takes it meanwhile).
+func (c *Chain) startBackend(alloc types.GenesisAlloc, opts Options) error {
+	host, portStr, err := net.SplitHostPort(opts.Addr)
+	if err != nil {
+		return fmt.Errorf("devchain: addr: %w", err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return fmt.Errorf("devchain: addr: bad port %q", portStr)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		p := port
+		if p == 0 {
+			if p, err = freePort(host); err != nil {
+				return fmt.Errorf("devchain: addr: %w", err)
+			}
+		}
+		b, err := newBackend(alloc, host, p, opts.BlockGasLimit)
+		if err == nil {
+			c.backend, c.client = b, b.Client()
+			c.url = "http://" + net.JoinHostPort(host, strconv.Itoa(p))
+			return nil
+		}
+		lastErr = err
+		if port != 0 {
+			break
+		}
+	}
+	return fmt.Errorf("devchain: start backend: %w", lastErr)
+}
+
+func newBackend(alloc types.GenesisAlloc, host string, port int, gasLimit uint64) (b *simulated.Backend, err error) {
+	defer func() {
+		// NewBackend panics when the node cannot start, e.g. when the port is taken.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	options := []func(*node.Config, *ethconfig.Config){
+		func(nc *node.Config, ec *ethconfig.Config) {
+			nc.HTTPHost = host
+			nc.HTTPPort = port
+			nc.HTTPModules = []string{"eth", "net", "web3"}
+			nc.HTTPVirtualHosts = []string{"*"}
+		},
+	}
+	if gasLimit > 0 {
+		options = append(options, simulated.WithBlockGasLimit(gasLimit))
+	}
+	return simulated.NewBackend(alloc, options...), nil
+}
+
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// DevKey returns the private key of dev account i. The keys are derived from
+// a public seed: never send anything of value to these accounts.
+func DevKey(i int) *ecdsa.PrivateKey {
+	return mustKey("govgate-dev-account-" + strconv.Itoa(i))
+}
+
+func mustKey(seed string) *ecdsa.PrivateKey {
+	k, err := crypto.ToECDSA(crypto.Keccak256([]byte(seed)))
+	if err != nil {
+		panic(fmt.Sprintf("devchain: key for %q: %v", seed, err)) // a 1-in-2^128 seed
+	}
+	return k
+}
+
+// Close stops block production and the chain.
+func (c *Chain) Close() error {
+	select {
+	case <-c.stop:
+		return nil
+	default:
+	}
+	close(c.stop)
+	c.wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.backend.Close()
+}
+
+func (c *Chain) autoMine(every time.Duration) {
+	defer c.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			c.Commit()
+		}
+	}
+}
+
+// RPCURL is the JSON-RPC endpoint over HTTP.
+func (c *Chain) RPCURL() string { return c.url }
+
+// ChainID returns the chain id, 1337.
+func (c *Chain) ChainID() uint64 { return ChainID }
+
+// Client is an in-process client of the chain, for checks in tests.
+func (c *Chain) Client() simulated.Client { return c.client }
+
+// Accounts returns the dev accounts; account 0 deployed the contracts.
+func (c *Chain) Accounts() []common.Address { return append([]common.Address(nil), c.addrs...) }
+
+// Commit seals a block with the pending transactions and returns its hash.
+func (c *Chain) Commit() common.Hash {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.backend.Commit()
+}
+
+// Fork makes parent the head, dropping every block above it; the blocks
+// committed next form the new canonical chain. It fails while transactions
+// are pending.
+func (c *Chain) Fork(parent common.Hash) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.backend.Fork(parent)
+}
+
+// AdjustTime seals an empty block d later than the head's time.
+func (c *Chain) AdjustTime(d time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.backend.AdjustTime(d)
+}
+
+// Head returns the latest block's header.
+func (c *Chain) Head(ctx context.Context) (*types.Header, error) {
+	return c.client.HeaderByNumber(ctx, nil)
+}
+
+// Mine seals n empty blocks.
+func (c *Chain) Mine(n int) {
+	for range n {
+		c.Commit()
+	}
+}
+
+// MineTo seals blocks until the head is at least number.
+func (c *Chain) MineTo(ctx context.Context, number uint64) error {
+	for {
+		n, err := c.client.BlockNumber(ctx)
+		if err != nil {
+			return err
+		}
+		if n >= number {
+			return nil
+		}
+		c.Commit()
+	}
+}
+
+// DAOs returns the deployed DAOs as govgate configures them.
+func (c *Chain) DAOs() []core.DAO { return []core.DAO{c.OZ.DAO(), c.Bravo.DAO()} }
+
+// ChainConfig returns a gateway configuration for this chain: no
+// confirmations (a dev chain does not reorganise unless told to) and short
+// timeouts.
+func (c *Chain) ChainConfig() chain.ChainConfig {
+	return chain.ChainConfig{
+		ID:             ChainID,
+		Name:           "devchain",
+		RPC:            []string{c.url},
+		Confirmations:  0,
+		RequestTimeout: 5 * time.Second,
+		Breaker: chain.BreakerConfig{
+			FailuresToOpen:      3,
+			OpenTimeout:         5 * time.Second,
+			HalfOpenMaxRequests: 1,
+		},
+	}
+}
+
+// errReverted is wrapped by the error of a mined transaction that failed.
+var errReverted = errors.New("transaction reverted")

@@ -1,0 +1,63 @@
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/govgate/govgate/core"
+)
+
+// HealthSource answers a DAO's health snapshot from state kept fresh in the
+// background: body is the JSON snapshot, status its HTTP status. ok is false
+// for an unknown DAO.
+type HealthSource interface {
+	HealthJSON(dao string) (body []byte, status int, ok bool)
+}
+
+// APIConfig configures NewAPI.
+type APIConfig struct {
+	DAOs   []core.DAO
+	Health HealthSource
+	Logger *slog.Logger
+	// Routes adds more routes (proposals, OpenAPI document).
+	Routes []func(e *gin.Engine)
+}
+
+// NewAPI returns the handler of the REST API listener.
+func NewAPI(cfg APIConfig) http.Handler {
+	log := cfg.Logger
+	e := newEngine(log)
+	daos := cfg.DAOs
+	if daos == nil {
+		daos = []core.DAO{}
+	}
+	known := map[string]bool{}
+	for _, d := range daos {
+		known[d.Slug] = true
+	}
+	e.GET("/daos", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"items": daos}) })
+	e.GET("/:dao/health", func(c *gin.Context) {
+		slug := c.Param("dao")
+		if !known[slug] {
+			writeError(c, log, core.Errorf(core.ECodeUnknownDAO, "unknown dao %q (GET /daos lists them)", slug))
+			return
+		}
+		if cfg.Health == nil {
+			writeError(c, log, core.Errorf(core.ECodeUnavailable, "health is not available yet"))
+			return
+		}
+		body, status, ok := cfg.Health.HealthJSON(slug)
+		if !ok {
+			writeError(c, log, core.Errorf(core.ECodeUnavailable, "health of %q is not computed yet; retry in a second", slug))
+			return
+		}
+		c.Header("Cache-Control", "no-store")
+		c.Data(status, "application/health+json", body)
+	})
+	for _, add := range cfg.Routes {
+		add(e)
+	}
+	return e
+}
