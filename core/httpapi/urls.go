@@ -72,10 +72,19 @@ func NormalizeWebhookURL(raw string, allowPrivate bool) (string, error) {
 			host = addr.Unmap().String()
 		}
 	} else {
-		host = strings.TrimSuffix(strings.ToLower(host), ".")
-		ascii, err := idna.Lookup.ToASCII(host)
-		if err != nil || ascii == "" {
+		// IDNA maps the other full stops ("。", "．") to ".", so the root's
+		// trailing dot is dropped only after it: "example.com。" and
+		// "example.com." must both become "example.com".
+		ascii, err := idna.Lookup.ToASCII(strings.ToLower(host))
+		ascii = strings.TrimSuffix(ascii, ".")
+		if err != nil || ascii == "" || strings.HasPrefix(ascii, ".") || strings.HasSuffix(ascii, ".") || strings.Contains(ascii, "..") {
 			return "", core.Errorf(core.ECodeInvalidURL, "url host %q is not a valid host name", host)
+		}
+		if endsInNumber(ascii) {
+			// The URL standard reads such a host as IPv4 and, since it is
+			// not a valid address, fails: browsers refuse it, and a resolver
+			// that truncates it could reach any address.
+			return "", core.Errorf(core.ECodeInvalidURL, "url host %q is not a valid IPv4 address", host)
 		}
 		host = ascii
 	}
@@ -103,4 +112,15 @@ func NormalizeWebhookURL(raw string, allowPrivate bool) (string, error) {
 		out += "?" + u.RawQuery
 	}
 	return out, nil
+}
+
+// endsInNumber reports whether the last label of host is a number, decimal
+// or "0x" hex, which makes the host an IPv4 address in the URL standard's
+// eyes (its "ends in a number" rule).
+func endsInNumber(host string) bool {
+	last := host[strings.LastIndexByte(host, '.')+1:]
+	if hex, ok := strings.CutPrefix(last, "0x"); ok {
+		return strings.Trim(hex, "0123456789abcdef") == ""
+	}
+	return last != "" && strings.Trim(last, "0123456789") == ""
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -246,12 +247,19 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 				return fmt.Errorf("record attempts: %w", err)
 			}
 		}
+		// Rows are locked in id order so that concurrent batches of several
+		// processes cannot deadlock on them.
+		slices.Sort(order)
 		for _, id := range order {
 			st := hooks[id]
 			var err error
 			if st.success {
-				// One success in the batch ends the failure streak.
-				err = tx.Exec(`UPDATE webhooks SET consecutive_failures = 0, failing_since = NULL, last_delivery_at = ?, last_success_at = ? WHERE id = ?`, now, now, id).Error
+				// One success in the batch ends the failure streak. A healthy
+				// webhook's row is rewritten at most once a second, so a busy
+				// webhook does not serialise every batch on its row.
+				err = tx.Exec(`UPDATE webhooks SET consecutive_failures = 0, failing_since = NULL, last_delivery_at = ?, last_success_at = ?
+					WHERE id = ? AND (consecutive_failures <> 0 OR failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < ?)`,
+					now, now, id, now.Add(-time.Second)).Error
 			} else {
 				err = tx.Exec(`UPDATE webhooks SET consecutive_failures = consecutive_failures + 1, failing_since = COALESCE(failing_since, ?), last_delivery_at = ? WHERE id = ?`, now, now, id).Error
 			}
