@@ -83,6 +83,9 @@ type Dispatcher struct {
 	perWebhook map[int64]int
 	slotFree   chan struct{}
 
+	// workers bounds concurrent attempts; up to BatchSize more claimed jobs
+	// wait for a worker, so no worker waits for a claim round trip.
+	workers chan struct{}
 	results chan core.AttemptResult
 	wg      sync.WaitGroup
 }
@@ -111,6 +114,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		slotFree:   make(chan struct{}, 1),
 		perWebhook: map[int64]int{},
 		results:    make(chan core.AttemptResult, 4*cfg.Workers),
+		workers:    make(chan struct{}, cfg.Workers),
 	}, nil
 }
 
@@ -134,9 +138,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		<-done
 	}()
 	bo := newStoreBackoff()
+	// Claim in batches: waiting for a quarter of a batch of room costs no
+	// latency (a batch is already prefetched) and saves claim round trips.
+	threshold := max(1, d.cfg.BatchSize/4)
 	for ctx.Err() == nil {
 		free, exclude := d.capacity()
-		if free == 0 {
+		if free == 0 || (free < threshold && d.busy()) {
 			select {
 			case <-ctx.Done():
 			case <-d.slotFree:
@@ -164,7 +171,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			d.wg.Add(1)
 			go func(j core.Job) {
 				defer d.wg.Done()
+				d.workers <- struct{}{}
 				res := d.attempt(ctx, j)
+				<-d.workers
 				d.release(j.WebhookID)
 				d.results <- res
 			}(j)
@@ -195,7 +204,13 @@ func (d *Dispatcher) capacity() (free int, exclude []int64) {
 			exclude = append(exclude, id)
 		}
 	}
-	return d.cfg.Workers - d.inflight, exclude
+	return d.cfg.Workers + d.cfg.BatchSize - d.inflight, exclude
+}
+
+func (d *Dispatcher) busy() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.inflight > 0
 }
 
 func (d *Dispatcher) acquire(webhook int64) bool {

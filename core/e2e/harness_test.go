@@ -3,17 +3,10 @@ package e2e_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -26,6 +19,7 @@ import (
 	"time"
 
 	"github.com/govgate/govgate/core/internal/pgtest"
+	"github.com/govgate/govgate/core/internal/testcert"
 	"github.com/govgate/govgate/sdk/receiver"
 )
 
@@ -254,23 +248,15 @@ type hookReceiver struct {
 
 func newReceiver(t *testing.T) *hookReceiver {
 	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "govgate e2e receiver"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true, IsCA: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	cert, caPEM, err := testcert.New()
 	if err != nil {
 		t.Fatal(err)
 	}
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(caFile, caPEM, 0o600)
 	r := &hookReceiver{
 		addr: freeAddr(t), caFile: caFile,
-		cert:    tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
+		cert:    cert,
 		secrets: map[string]string{}, got: map[string]int{}, bodies: map[string][]byte{}, headers: map[string]http.Header{},
 	}
 	r.up(t)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -55,6 +56,19 @@ type attemptRow struct {
 
 func (attemptRow) TableName() string { return "delivery_attempts" }
 
+// unfinished is the predicate of the partial index ix_deliveries_due.
+const unfinished = "state IN ('pending', 'in_flight')"
+
+// Unfinished counts deliveries pending or in flight, through the partial
+// index: cheap however many deliveries have finished.
+func (s *Store) Unfinished(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.db.WithContext(ctx).Raw("SELECT COUNT(*) FROM deliveries WHERE " + unfinished).Scan(&n).Error; err != nil {
+		return 0, fmt.Errorf("count unfinished deliveries: %w", err)
+	}
+	return n, nil
+}
+
 // Claim takes up to limit due deliveries (pending, or in flight with an
 // expired lease) for the caller, leasing them until now+lease. Deliveries
 // of the webhooks in exclude are left for later. On PostgreSQL concurrent
@@ -66,9 +80,11 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 		return nil, err
 	}
 	now := s.now()
+	// The state list is literal, not bound, so that the planner can match
+	// it to the partial index ix_deliveries_due.
 	var (
-		where = "state IN (?, ?) AND next_attempt_at <= ?"
-		args  = []any{string(core.DeliveryPending), string(core.DeliveryInFlight), now}
+		where = unfinished + " AND next_attempt_at <= ?"
+		args  = []any{now}
 	)
 	if len(exclude) > 0 {
 		where += " AND webhook_id NOT IN ?"
@@ -181,37 +197,20 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 	}
 	now := s.now()
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		held, err := s.finishDeliveries(tx, results, now)
+		if err != nil {
+			return err
+		}
 		attempts := make([]attemptRow, 0, len(results))
 		type streak struct {
 			success, failure bool
 			gone             bool
-			last             time.Time
 		}
 		hooks := map[int64]*streak{}
 		var order []int64
 		for _, r := range results {
 			j := r.Job
-			state, next, completed := "", now, (*time.Time)(nil)
-			switch r.Outcome {
-			case core.OutcomeSucceeded:
-				state, completed = string(core.DeliverySucceeded), &now
-			case core.OutcomeRetry:
-				state, next = string(core.DeliveryPending), r.NextAttemptAt.UTC()
-			case core.OutcomeFailed, core.OutcomeGone:
-				state, completed = string(core.DeliveryFailed), &now
-			case core.OutcomeDropped:
-				state, completed = string(core.DeliveryDropped), &now
-			default:
-				return fmt.Errorf("unknown outcome %q", r.Outcome)
-			}
-			res := tx.Exec(`UPDATE deliveries SET state = ?, next_attempt_at = ?, completed_at = ?, lease_token = '', last_status = ?, last_error = ?, updated_at = ?
-				WHERE id = ? AND lease_token = ? AND state = ?`,
-				state, next, completed, r.StatusCode, truncate(r.Error, 1024), now,
-				j.DeliveryID, j.LeaseToken, string(core.DeliveryInFlight))
-			if res.Error != nil {
-				return fmt.Errorf("update delivery: %w", res.Error)
-			}
-			if res.RowsAffected == 0 {
+			if !held[j.DeliveryID] {
 				// The lease ran out and another worker owns the delivery now,
 				// or the webhook was deactivated: its record wins.
 				s.log.Warn("attempt completed after its lease was lost", "delivery", j.DeliveryID, "outcome", string(r.Outcome))
@@ -250,36 +249,52 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 		// Rows are locked in id order so that concurrent batches of several
 		// processes cannot deadlock on them.
 		slices.Sort(order)
+		var succeeded, failing, gone []int64
 		for _, id := range order {
 			st := hooks[id]
-			var err error
-			if st.success {
-				// One success in the batch ends the failure streak. A healthy
-				// webhook's row is rewritten at most once a second, so a busy
-				// webhook does not serialise every batch on its row.
-				err = tx.Exec(`UPDATE webhooks SET consecutive_failures = 0, failing_since = NULL, last_delivery_at = ?, last_success_at = ?
-					WHERE id = ? AND (consecutive_failures <> 0 OR failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < ?)`,
-					now, now, id, now.Add(-time.Second)).Error
-			} else {
-				err = tx.Exec(`UPDATE webhooks SET consecutive_failures = consecutive_failures + 1, failing_since = COALESCE(failing_since, ?), last_delivery_at = ? WHERE id = ?`, now, now, id).Error
-			}
-			if err != nil {
-				return fmt.Errorf("update webhook streak: %w", err)
-			}
-			reason := ""
 			switch {
-			case st.gone:
-				reason = "receiver answered 410 Gone"
-			case st.failure && !st.success && disableAfter > 0:
-				var since struct{ FailingSince *time.Time }
-				if err := tx.Raw(`SELECT failing_since FROM webhooks WHERE id = ?`, id).Scan(&since).Error; err != nil {
-					return err
+			case st.success:
+				succeeded = append(succeeded, id) // one success ends the failure streak
+			default:
+				failing = append(failing, id)
+			}
+			if st.gone {
+				gone = append(gone, id)
+			}
+		}
+		if len(succeeded) > 0 {
+			// A healthy webhook's row is rewritten at most once a second, so
+			// a busy webhook does not serialise every batch on its row.
+			if err := tx.Exec(`UPDATE webhooks SET consecutive_failures = 0, failing_since = NULL, last_delivery_at = ?, last_success_at = ?
+				WHERE id IN ? AND (consecutive_failures <> 0 OR failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < ?)`,
+				now, now, succeeded, now.Add(-time.Second)).Error; err != nil {
+				return fmt.Errorf("update webhook streaks: %w", err)
+			}
+		}
+		reasons := map[int64]string{}
+		for _, id := range gone {
+			reasons[id] = "receiver answered 410 Gone"
+		}
+		if len(failing) > 0 {
+			if err := tx.Exec(`UPDATE webhooks SET consecutive_failures = consecutive_failures + 1, failing_since = COALESCE(failing_since, ?), last_delivery_at = ? WHERE id IN ?`,
+				now, now, failing).Error; err != nil {
+				return fmt.Errorf("update webhook streaks: %w", err)
+			}
+			if disableAfter > 0 {
+				var rows []webhookRow
+				if err := tx.Select("id", "failing_since").Where("id IN ? AND state = ? AND failing_since <= ?", failing, string(core.WebhookActive), now.Add(-disableAfter)).Find(&rows).Error; err != nil {
+					return fmt.Errorf("check failing webhooks: %w", err)
 				}
-				if since.FailingSince != nil && now.Sub(since.FailingSince.UTC()) >= disableAfter {
-					reason = fmt.Sprintf("every delivery failed since %s (disable_after %s)", since.FailingSince.UTC().Format(time.RFC3339), disableAfter)
+				for _, r := range rows {
+					if _, ok := reasons[r.ID]; !ok && r.FailingSince != nil {
+						reasons[r.ID] = fmt.Sprintf("every delivery failed since %s (disable_after %s)", r.FailingSince.UTC().Format(time.RFC3339), disableAfter)
+					}
 				}
 			}
-			if reason == "" {
+		}
+		for _, id := range order {
+			reason, ok := reasons[id]
+			if !ok {
 				continue
 			}
 			res := tx.Exec(`UPDATE webhooks SET state = ?, deactivated_at = ?, deactivated_reason = ?, updated_at = ? WHERE id = ? AND state = ?`,
@@ -301,6 +316,52 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 		return nil, fmt.Errorf("complete deliveries: %w", err)
 	}
 	return deactivated, nil
+}
+
+// finishDeliveries moves every delivery of results whose lease the caller
+// still holds to its next state, in one statement, and returns those ids.
+func (s *Store) finishDeliveries(tx *gorm.DB, results []core.AttemptResult, now time.Time) (map[int64]bool, error) {
+	bigint, text, ts, integer := "BIGINT", "TEXT", "TIMESTAMPTZ", "INTEGER"
+	if s.dialect == SQLite {
+		ts = "TEXT"
+	}
+	var b strings.Builder
+	args := make([]any, 0, len(results)*7+2)
+	b.WriteString("WITH v(id, token, state, next_at, completed_at, status, err) AS (VALUES ")
+	for i, r := range results {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(CAST(? AS %s), CAST(? AS %s), CAST(? AS %s), CAST(? AS %s), CAST(? AS %s), CAST(? AS %s), CAST(? AS %s))", bigint, text, text, ts, ts, integer, text)
+		state, next, completed := "", now, (*time.Time)(nil)
+		switch r.Outcome {
+		case core.OutcomeSucceeded:
+			state, completed = string(core.DeliverySucceeded), &now
+		case core.OutcomeRetry:
+			state, next = string(core.DeliveryPending), r.NextAttemptAt.UTC()
+		case core.OutcomeFailed, core.OutcomeGone:
+			state, completed = string(core.DeliveryFailed), &now
+		case core.OutcomeDropped:
+			state, completed = string(core.DeliveryDropped), &now
+		default:
+			return nil, fmt.Errorf("unknown outcome %q", r.Outcome)
+		}
+		args = append(args, r.Job.DeliveryID, r.Job.LeaseToken, state, next, completed, r.StatusCode, truncate(r.Error, 1024))
+	}
+	b.WriteString(`) UPDATE deliveries SET state = v.state, next_attempt_at = v.next_at, completed_at = v.completed_at,
+		lease_token = '', last_status = v.status, last_error = v.err, updated_at = ?
+		FROM v WHERE deliveries.id = v.id AND deliveries.lease_token = v.token AND deliveries.state = ?
+		RETURNING deliveries.id`)
+	args = append(args, now, string(core.DeliveryInFlight))
+	var ids []int64
+	if err := tx.Raw(b.String(), args...).Scan(&ids).Error; err != nil {
+		return nil, fmt.Errorf("update deliveries: %w", err)
+	}
+	held := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		held[id] = true
+	}
+	return held, nil
 }
 
 // Replay schedules a finished delivery (failed, succeeded, dropped or
@@ -435,7 +496,7 @@ func (s *Store) QueueStats(ctx context.Context) (core.QueueStats, error) {
 		// Ids grow with creation time, so the lowest unfinished id is the
 		// oldest, found through the primary key.
 		var oldest []deliveryRow
-		if err := s.db.WithContext(ctx).Select("created_at").Where("state IN ?", []string{string(core.DeliveryPending), string(core.DeliveryInFlight)}).
+		if err := s.db.WithContext(ctx).Select("created_at").Where(unfinished).
 			Order("id").Limit(1).Find(&oldest).Error; err != nil {
 			return core.QueueStats{}, fmt.Errorf("queue stats: %w", err)
 		}

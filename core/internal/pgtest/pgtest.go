@@ -15,7 +15,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -170,6 +169,14 @@ func (s *Server) URL(db string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%s/%s?sslmode=disable", s.port, db)
 }
 
+// CreateDatabase creates an empty database and returns its URL.
+func (s *Server) CreateDatabase(ctx context.Context, name string) (string, error) {
+	if _, err := s.admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", fmt.Errorf("create database: %w", err)
+	}
+	return s.URL(name), nil
+}
+
 // NewDatabase creates an empty database for t and drops it when t ends.
 func (s *Server) NewDatabase(t testing.TB) string {
 	t.Helper()
@@ -197,4 +204,3 @@ func freePort() (string, error) {
 	return port, nil
 }
 
-var _ = strings.TrimSpace

@@ -1,0 +1,448 @@
+// Command govgate-bench measures govgate's delivery figures in one run and
+// prints one line per figure, "bench NAME: VALUE". Figures that have a
+// target are ratios against a baseline measured in the same run (a plain
+// Go client posting the same pre-signed bodies to the same receiver), since
+// the machines these run on are small and noisy.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/delivery"
+	"github.com/govgate/govgate/core/internal/pgtest"
+	"github.com/govgate/govgate/core/internal/testcert"
+	"github.com/govgate/govgate/core/secrets"
+	"github.com/govgate/govgate/core/signing"
+	"github.com/govgate/govgate/core/ssrf"
+	"github.com/govgate/govgate/core/store"
+	"github.com/govgate/govgate/sdk/receiver"
+)
+
+var (
+	webhooks      = flag.Int("webhooks", 50, "webhooks in the throughput runs")
+	notifications = flag.Int("notifications", 200, "notifications in the throughput runs")
+	workers       = flag.Int("workers", 32, "dispatcher workers (and ceiling client concurrency)")
+	fanout        = flag.Int("fanout", 100_000, "webhooks in the fan-out run")
+	cpuProfile    = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+)
+
+func main() {
+	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "govgate-bench:", err)
+		pprof.StopCPUProfile()
+		os.Exit(1)
+	}
+}
+
+func report(name string, format string, v float64) {
+	fmt.Printf("bench %s: "+format+"\n", name, v)
+}
+
+func run(ctx context.Context) error {
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	tmp, err := os.MkdirTemp("", "govgate-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	rcv, err := startReceiver(tmp)
+	if err != nil {
+		return err
+	}
+	defer rcv.srv.Close()
+	client, err := ssrf.NewClient(ssrf.ClientOptions{AllowPrivate: true, CAFile: rcv.caFile, Timeout: 10 * time.Second, MaxIdleConnsPerHost: *workers})
+	if err != nil {
+		return err
+	}
+
+	total := *webhooks * *notifications
+	ceiling, err := wireCeiling(ctx, client, rcv, total)
+	if err != nil {
+		return err
+	}
+	report("wire_ceiling_per_s", "%.0f", ceiling)
+
+	sqliteRate, err := throughput(ctx, "sqlite:"+filepath.Join(tmp, "bench.db"), client, rcv)
+	if err != nil {
+		return fmt.Errorf("sqlite run: %w", err)
+	}
+	report("delivery_per_s_sqlite", "%.0f", sqliteRate)
+	report("delivery_ratio_sqlite", "%.2f", sqliteRate/ceiling)
+
+	pg, err := pgtest.Start()
+	if err != nil {
+		return fmt.Errorf("postgresql (install it, or see README): %w", err)
+	}
+	defer pg.Destroy()
+	pgURL, err := pg.CreateDatabase(ctx, "bench_throughput")
+	if err != nil {
+		return err
+	}
+	pgRate, err := throughput(ctx, pgURL, client, rcv)
+	if err != nil {
+		return fmt.Errorf("postgres run: %w", err)
+	}
+	report("delivery_per_s_postgres", "%.0f", pgRate)
+	report("delivery_ratio_postgres", "%.2f", pgRate/ceiling)
+
+	latURL, err := pg.CreateDatabase(ctx, "bench_latency")
+	if err != nil {
+		return err
+	}
+	p50, p99, err := latency(ctx, latURL, client, rcv, pgRate/2)
+	if err != nil {
+		return fmt.Errorf("latency run: %w", err)
+	}
+	report("latency_p50_ms", "%.1f", p50)
+	report("latency_p99_ms", "%.1f", p99)
+
+	fanURL, err := pg.CreateDatabase(ctx, "bench_fanout")
+	if err != nil {
+		return err
+	}
+	fanPG, err := fanOut(ctx, fanURL, *fanout)
+	if err != nil {
+		return fmt.Errorf("fan-out run: %w", err)
+	}
+	report("fanout_100k_s", "%.3f", fanPG)
+	fanSQLite, err := fanOut(ctx, "sqlite:"+filepath.Join(tmp, "fanout.db"), *fanout)
+	if err != nil {
+		return fmt.Errorf("fan-out run (sqlite): %w", err)
+	}
+	report("fanout_100k_s_sqlite", "%.3f", fanSQLite)
+	report("peak_rss_mb", "%.0f", peakRSSMB())
+	return nil
+}
+
+const benchSecret = "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+
+// benchReceiver is a loopback HTTPS receiver that verifies each delivery's
+// signature, as a real receiver does, and records when it arrived.
+type benchReceiver struct {
+	srv     *http.Server
+	addr    string
+	caFile  string
+	count   atomic.Int64
+	mu      sync.Mutex
+	arrived map[string]time.Time // X-Webhook-Id → first arrival
+	track   atomic.Bool
+}
+
+func startReceiver(dir string) (*benchReceiver, error) {
+	cert, caPEM, err := testcert.New()
+	if err != nil {
+		return nil, err
+	}
+	r := &benchReceiver{caFile: filepath.Join(dir, "ca.pem"), arrived: map[string]time.Time{}}
+	if err := os.WriteFile(r.caFile, caPEM, 0o600); err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r.addr = l.Addr().String()
+	r.srv = &http.Server{Handler: r, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}, ErrorLog: nil}
+	go r.srv.ServeTLS(l, "", "")
+	return r, nil
+}
+
+func (r *benchReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	if err := receiver.Verify(benchSecret, req.Header, body, time.Now()); err != nil {
+		http.Error(w, err.Error(), receiver.StatusCode(err))
+		return
+	}
+	if r.track.Load() {
+		now := time.Now()
+		r.mu.Lock()
+		id := req.Header.Get("X-Webhook-Id") + req.URL.Path
+		if _, ok := r.arrived[id]; !ok {
+			r.arrived[id] = now
+		}
+		r.mu.Unlock()
+	}
+	r.count.Add(1)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func notificationBody(i int) (core.Notification, []byte) {
+	n := core.Notification{
+		ID: fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), i), Type: core.TypeVoteCast, DAO: "uniswap", OccurredAt: time.Now(),
+		Data: []byte(`{"proposalId":"123456789012345678901234567890","voter":"0x1234567890abcdef1234567890abcdef12345678","support":1,"weight":"4200000000000000000000","reason":"benchmarking the gateway with a realistic reason string"}`),
+	}
+	body, _ := store.NotificationBody(n)
+	return n, body
+}
+
+// wireCeiling posts n pre-signed bodies with as many goroutines as the
+// dispatcher has workers: the most any dispatcher could do here.
+func wireCeiling(ctx context.Context, client *http.Client, rcv *benchReceiver, n int) (float64, error) {
+	type req struct {
+		body []byte
+		h    http.Header
+	}
+	reqs := make([]req, n)
+	for i := range reqs {
+		note, body := notificationBody(i)
+		h := signing.Sign(benchSecret, note.ID, time.Now(), body)
+		h.Set("Content-Type", "application/json")
+		reqs[i] = req{body, h}
+	}
+	url := "https://" + rcv.addr + "/ceiling"
+	var next atomic.Int64
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < *workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(reqs[i].body)))
+				hr.Header = reqs[i].h.Clone()
+				resp, err := client.Do(hr)
+				if err != nil || resp.StatusCode/100 != 2 {
+					failed.Add(1)
+				}
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if f := failed.Load(); f > 0 {
+		return 0, fmt.Errorf("ceiling: %d requests failed", f)
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+type pipeline struct {
+	st     *store.Store
+	d      *delivery.Dispatcher
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startPipeline(ctx context.Context, dbURL string, client *http.Client, rcv *benchReceiver, hooks int) (*pipeline, error) {
+	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
+	st, err := store.Open(ctx, dbURL, box, store.Options{MaxOpenConns: 40})
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < hooks; i++ {
+		if _, _, err := st.RegisterWebhook(ctx, fmt.Sprintf("https://%s/hook/%d", rcv.addr, i), benchSecret); err != nil {
+			return nil, err
+		}
+	}
+	d, err := delivery.New(delivery.Config{
+		Queue: st, Client: client, UserAgent: "govgate-bench", Timeout: 10 * time.Second, Workers: *workers,
+		PerWebhookConcurrency: 8, Schedule: []time.Duration{time.Second}, Lease: time.Minute, BatchSize: 64, PollInterval: 50 * time.Millisecond,
+	})
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	p := &pipeline{st: st, d: d, cancel: cancel, done: make(chan struct{})}
+	go func() { defer close(p.done); d.Run(rctx) }()
+	return p, nil
+}
+
+func (p *pipeline) stop() {
+	p.cancel()
+	<-p.done
+	p.st.Close()
+}
+
+func (p *pipeline) ingest(ctx context.Context, n core.Notification) error {
+	if _, err := p.st.CreateNotification(ctx, n, "bench"); err != nil {
+		return err
+	}
+	p.d.Wake()
+	return nil
+}
+
+// throughput measures ingest to recorded 2xx for webhooks × notifications
+// deliveries.
+func throughput(ctx context.Context, dbURL string, client *http.Client, rcv *benchReceiver) (float64, error) {
+	p, err := startPipeline(ctx, dbURL, client, rcv, *webhooks)
+	if err != nil {
+		return 0, err
+	}
+	defer p.stop()
+	total := int64(*webhooks * *notifications)
+	start := time.Now()
+	for i := 0; i < *notifications; i++ {
+		n, _ := notificationBody(i)
+		if err := p.ingest(ctx, n); err != nil {
+			return 0, err
+		}
+	}
+	// Poll the cheap partial-index count; the full statistics once at the end.
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		left, err := p.st.Unfinished(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("%d of %d not delivered after 5 minutes", left, total)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	took := time.Since(start)
+	st, err := p.st.QueueStats(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if got := st.ByState[string(core.DeliverySucceeded)]; got != total {
+		return 0, fmt.Errorf("%d of %d deliveries succeeded (%v)", got, total, st.ByState)
+	}
+	return float64(total) / took.Seconds(), nil
+}
+
+// latency ingests at a steady rate (deliveries per second) for a few
+// seconds and returns the p50 and p99 time from the start of the ingest call
+// to the delivery's arrival at the receiver, in milliseconds.
+func latency(ctx context.Context, dbURL string, client *http.Client, rcv *benchReceiver, rate float64) (p50, p99 float64, err error) {
+	const hooks = 10
+	p, err := startPipeline(ctx, dbURL, client, rcv, hooks)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer p.stop()
+	rcv.mu.Lock()
+	rcv.arrived = map[string]time.Time{}
+	rcv.mu.Unlock()
+	rcv.track.Store(true)
+	defer rcv.track.Store(false)
+	perSec := max(rate/hooks, 1)
+	interval := time.Duration(float64(time.Second) / perSec)
+	sent := map[string]time.Time{}
+	end := time.Now().Add(5 * time.Second)
+	for i := 0; time.Now().Before(end); i++ {
+		n, _ := notificationBody(i)
+		sent[n.ID] = time.Now()
+		if err := p.ingest(ctx, n); err != nil {
+			return 0, 0, err
+		}
+		time.Sleep(time.Until(sent[n.ID].Add(interval)))
+	}
+	want := len(sent) * hooks
+	deadline := time.Now().Add(time.Minute)
+	for {
+		rcv.mu.Lock()
+		got := len(rcv.arrived)
+		rcv.mu.Unlock()
+		if got >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, 0, fmt.Errorf("latency: %d of %d arrived", got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var lat []float64
+	rcv.mu.Lock()
+	for key, at := range rcv.arrived {
+		id := key[:strings.Index(key, "/")]
+		lat = append(lat, float64(at.Sub(sent[id]).Microseconds())/1000)
+	}
+	rcv.mu.Unlock()
+	slices.Sort(lat)
+	return lat[len(lat)/2], lat[len(lat)*99/100], nil
+}
+
+// fanOut stores hooks active webhooks and times the enqueueing of one
+// notification for all of them.
+func fanOut(ctx context.Context, dbURL string, hooks int) (float64, error) {
+	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
+	st, err := store.Open(ctx, dbURL, box, store.Options{})
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	sealed, _ := box.Seal([]byte(benchSecret), []byte("fan-out"))
+	now := time.Now().UTC()
+	const chunk = 5000
+	for i := 0; i < hooks; i += chunk {
+		var b strings.Builder
+		b.WriteString("INSERT INTO webhooks (url, state, secret_ciphertext, created_at, updated_at, deactivated_reason, consecutive_failures) VALUES ")
+		args := []any{}
+		for j := i; j < min(i+chunk, hooks); j++ {
+			if j > i {
+				b.WriteString(",")
+			}
+			b.WriteString("(?, 'active', ?, ?, ?, '', 0)")
+			args = append(args, "https://fanout-"+strconv.Itoa(j)+".example.com/hook", sealed, now, now)
+		}
+		if err := st.DB().WithContext(ctx).Exec(b.String(), args...).Error; err != nil {
+			return 0, err
+		}
+	}
+	n, _ := notificationBody(0)
+	start := time.Now()
+	if _, err := st.CreateNotification(ctx, n, "bench"); err != nil {
+		return 0, err
+	}
+	took := time.Since(start).Seconds()
+	stats, err := st.QueueStats(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if stats.Depth != int64(hooks) {
+		return 0, fmt.Errorf("fan-out enqueued %d deliveries, want %d", stats.Depth, hooks)
+	}
+	return took, nil
+}
+
+// peakRSSMB reads the process's peak resident set size (VmHWM).
+func peakRSSMB() float64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
