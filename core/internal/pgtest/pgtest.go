@@ -203,4 +203,3 @@ func freePort() (string, error) {
 	_, port, _ := net.SplitHostPort(l.Addr().String())
 	return port, nil
 }
-

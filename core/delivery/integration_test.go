@@ -1,0 +1,207 @@
+package delivery_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/delivery"
+	"github.com/govgate/govgate/core/secrets"
+	"github.com/govgate/govgate/core/ssrf"
+	"github.com/govgate/govgate/core/store"
+)
+
+type rig struct {
+	st     *store.Store
+	d      *delivery.Dispatcher
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newRig(t *testing.T, allowPrivate bool, caPEM []byte, perWebhook int) *rig {
+	t.Helper()
+	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
+	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "d.db"), box, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := ""
+	if caPEM != nil {
+		caFile = filepath.Join(t.TempDir(), "ca.pem")
+		os.WriteFile(caFile, caPEM, 0o600)
+	}
+	client, err := ssrf.NewClient(ssrf.ClientOptions{AllowPrivate: allowPrivate, CAFile: caFile, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := delivery.New(delivery.Config{
+		Queue: st, Client: client, UserAgent: "govgate-test", Timeout: 5 * time.Second, Workers: 16, PerWebhookConcurrency: perWebhook,
+		Schedule: []time.Duration{time.Hour}, Lease: time.Minute, BatchSize: 16, PollInterval: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &rig{st: st, d: d, cancel: cancel, done: make(chan struct{})}
+	go func() { defer close(r.done); d.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-r.done; st.Close() })
+	return r
+}
+
+func (r *rig) notify(t *testing.T, id string) {
+	t.Helper()
+	if _, err := r.st.CreateNotification(context.Background(), core.Notification{ID: id, Type: "test", DAO: "uniswap", OccurredAt: time.Now(), Data: json.RawMessage(`{}`)}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	r.d.Wake()
+}
+
+func (r *rig) deliveries(t *testing.T, webhook int64) []core.DeliveryDetail {
+	items, _, err := r.st.ListDeliveries(context.Background(), webhook, "", core.Page{Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return items
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A name that resolves to loopback passes registration (which does no DNS)
+// but is refused when the dispatcher dials it.
+func TestDialTimeSSRFRefusal(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	r := newRig(t, false, nil, 4)
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	wh, _, err := r.st.RegisterWebhook(context.Background(), "https://localhost:"+port+"/hook", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.notify(t, "n-ssrf")
+	waitUntil(t, "the refused attempt to be recorded", func() bool {
+		d := r.deliveries(t, wh.ID)
+		return len(d) == 1 && len(d[0].AttemptLog) == 1
+	})
+	a := r.deliveries(t, wh.ID)[0].AttemptLog[0]
+	if a.Outcome != "retry" || !strings.Contains(a.Error, "forbidden") {
+		t.Fatalf("attempt %+v, want a retry refused as forbidden", a)
+	}
+	if hits.Load() != 0 {
+		t.Fatal("the loopback receiver was reached")
+	}
+}
+
+func TestRedirectIsNotFollowed(t *testing.T) {
+	var target atomic.Int64
+	var srv *httptest.Server
+	srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved" {
+			target.Add(1)
+			return
+		}
+		http.Redirect(w, r, srv.URL+"/moved", http.StatusFound)
+	}))
+	defer srv.Close()
+	r := newRig(t, true, caOf(srv), 4)
+	wh, _, _ := r.st.RegisterWebhook(context.Background(), srv.URL+"/hook", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	r.notify(t, "n-redirect")
+	waitUntil(t, "the attempt", func() bool {
+		d := r.deliveries(t, wh.ID)
+		return len(d) == 1 && len(d[0].AttemptLog) == 1
+	})
+	a := r.deliveries(t, wh.ID)[0].AttemptLog[0]
+	if a.StatusCode != http.StatusFound || a.Outcome != "retry" || target.Load() != 0 {
+		t.Fatalf("attempt %+v, redirect target hit %d times", a, target.Load())
+	}
+}
+
+// One slow receiver cannot starve the others, and never gets more than its
+// concurrency limit at once.
+func TestPerWebhookConcurrency(t *testing.T) {
+	const limit = 3
+	var (
+		mu        sync.Mutex
+		inSlow    int
+		maxSlow   int
+		fastAt    time.Time
+		release   = make(chan struct{})
+		closeOnce sync.Once
+	)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/fast" {
+			mu.Lock()
+			if fastAt.IsZero() {
+				fastAt = time.Now()
+			}
+			mu.Unlock()
+			return
+		}
+		mu.Lock()
+		inSlow++
+		maxSlow = max(maxSlow, inSlow)
+		mu.Unlock()
+		select {
+		case <-release:
+		case <-time.After(3 * time.Second):
+		}
+		mu.Lock()
+		inSlow--
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	defer closeOnce.Do(func() { close(release) })
+	r := newRig(t, true, caOf(srv), limit)
+	ctx := context.Background()
+	slow, _, _ := r.st.RegisterWebhook(ctx, srv.URL+"/slow", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	for i := 0; i < 20; i++ {
+		r.notify(t, fmt.Sprintf("n-slow-%d", i))
+	}
+	waitUntil(t, "the slow receiver to be saturated", func() bool { mu.Lock(); defer mu.Unlock(); return inSlow == limit })
+	r.st.RegisterWebhook(ctx, srv.URL+"/fast", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	start := time.Now()
+	r.notify(t, "n-fast")
+	waitUntil(t, "the fast receiver", func() bool { mu.Lock(); defer mu.Unlock(); return !fastAt.IsZero() })
+	mu.Lock()
+	took, peak := fastAt.Sub(start), maxSlow
+	mu.Unlock()
+	if took > time.Second {
+		t.Errorf("the fast webhook waited %v behind the slow one", took)
+	}
+	closeOnce.Do(func() { close(release) })
+	waitUntil(t, "every slow delivery", func() bool {
+		n := 0
+		for _, d := range r.deliveries(t, slow.ID) {
+			if d.State == core.DeliverySucceeded {
+				n++
+			}
+		}
+		return n == 21 // the fast notification fans out to the slow webhook too
+	})
+	if peak > limit {
+		t.Errorf("the slow webhook had %d attempts at once, limit %d", peak, limit)
+	}
+}
+
+func caOf(srv *httptest.Server) []byte {
+	return pemOf(srv.Certificate().Raw)
+}
