@@ -282,3 +282,28 @@ type AttemptResult struct {
 	PluginTrace     string
 	NextAttemptAt   time.Time // with OutcomeRetry
 }
+
+// ChainEntry is one plugin in a chain, with its JSON config and its
+// failure policy ("open" or "closed"; "" for the host's default).
+type ChainEntry struct {
+	Plugin        string          `json:"plugin"`
+	Config        json.RawMessage `json:"config,omitempty"`
+	FailurePolicy string          `json:"failurePolicy,omitempty"`
+}
+
+// GlobalChain is the webhook id under which the global chain is stored.
+const GlobalChain int64 = 0
+
+// StoredPlugin is a plugin module kept in the store, so that every govgate
+// process loads the same plugins and an upload survives a restart.
+type StoredPlugin struct {
+	Name       string    `json:"name"`
+	Version    string    `json:"version"`
+	SHA256     string    `json:"sha256"`
+	Size       int       `json:"size"`
+	Source     string    `json:"source"` // "upload" or "dir"
+	Enabled    bool      `json:"enabled"`
+	UploadedAt time.Time `json:"uploadedAt"`
+	UpdatedAt  time.Time `json:"updatedAt"`
+	Wasm       []byte    `json:"-"`
+}

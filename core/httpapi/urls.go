@@ -19,6 +19,8 @@ const MaxURLLength = 2048
 // the one registrations are compared by: scheme and host lower-case, the
 // host in ASCII (punycode) without a trailing dot, an IP host in its
 // canonical spelling, the default port dropped and an empty path made "/".
+// A host with an empty label, or one that ends in a number yet is no IPv4
+// address ("256.1.1.1", "4294967296"), is invalid, as in the URL standard.
 // Unless allowPrivate, a host that is or spells a loopback, private,
 // link-local, unique-local, multicast or unspecified address, or localhost,
 // is refused. No DNS lookup happens here: the dispatcher checks every

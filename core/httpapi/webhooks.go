@@ -91,6 +91,7 @@ func NewWebhookService(cfg WebhookServiceConfig) http.Handler {
 			return
 		}
 		log.Info("webhook registered", "webhook", wh.ID, "url", wh.URL)
+		c.Header("Cache-Control", "no-store") // the one response that carries the secret
 		c.JSON(http.StatusCreated, RegistrationResponse{Success: true, Secret: secret, Note: SecretNote})
 	})
 	e.DELETE("/webhooks", func(c *gin.Context) {

@@ -14,6 +14,7 @@ import (
 // creates instead of reusing live model types.
 var migrations = []*gormigrate.Migration{
 	{ID: "0001_webhooks_notifications_deliveries", Migrate: migrate0001, Rollback: rollback0001},
+	{ID: "0002_plugins_and_chains", Migrate: migrate0002, Rollback: rollback0002},
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -378,3 +378,71 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Fatalf("after reopening: %d webhooks", len(list))
 	}
 }
+
+func TestPluginsAndChains(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store, _ string) {
+		ctx := context.Background()
+		v0, _ := s.PluginsVersion(ctx)
+		p, err := s.SavePlugin(ctx, core.StoredPlugin{Name: "dao-filter", Version: "1.0.0", SHA256: "aa", Source: "upload", Wasm: []byte("\x00asm v1")})
+		if err != nil || !p.Enabled || p.Size != 7 {
+			t.Fatalf("save: %+v %v", p, err)
+		}
+		if _, err := s.SavePlugin(ctx, core.StoredPlugin{Name: "dao-filter", Version: "1.1.0", SHA256: "bb", Source: "upload", Wasm: []byte("\x00asm v2!")}); err != nil {
+			t.Fatal(err)
+		}
+		list, _ := s.Plugins(ctx, true)
+		if len(list) != 1 || list[0].Version != "1.1.0" || string(list[0].Wasm) != "\x00asm v2!" {
+			t.Fatalf("list: %+v", list)
+		}
+		if p, err := s.SetPluginEnabled(ctx, "dao-filter", false); err != nil || p.Enabled {
+			t.Fatalf("disable: %+v %v", p, err)
+		}
+		if _, err := s.SetPluginEnabled(ctx, "nope", true); core.ErrorCode(err) != core.ECodeNotFound {
+			t.Fatalf("enable unknown: %v", err)
+		}
+		chain := []core.ChainEntry{{Plugin: "dao-filter", Config: json.RawMessage(`{"daos":["uniswap"]}`), FailurePolicy: "closed"}}
+		if err := s.SetChain(ctx, core.GlobalChain, chain); err != nil {
+			t.Fatal(err)
+		}
+		s.SetChain(ctx, 7, chain)
+		got, _ := s.Chain(ctx, core.GlobalChain)
+		if len(got) != 1 || string(got[0].Config) != `{"daos":["uniswap"]}` {
+			t.Fatalf("chain: %+v", got)
+		}
+		all, _ := s.Chains(ctx)
+		if len(all) != 2 {
+			t.Fatalf("chains: %v", all)
+		}
+		if empty, _ := s.Chain(ctx, 99); len(empty) != 0 {
+			t.Fatalf("missing chain: %v", empty)
+		}
+		v1, _ := s.PluginsVersion(ctx)
+		if v1 == v0 {
+			t.Fatal("version did not change")
+		}
+		if err := s.DeletePlugin(ctx, "dao-filter"); err != nil {
+			t.Fatal(err)
+		}
+		if v2, _ := s.PluginsVersion(ctx); v2 == v1 {
+			t.Fatal("version did not change after delete")
+		}
+	})
+}
+
+func TestWebhookSearchIsLiteralAndCaseInsensitive(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store, _ string) {
+		ctx := context.Background()
+		s.RegisterWebhook(ctx, "https://a.example.com/my_hook", "whsec_1")
+		s.RegisterWebhook(ctx, "https://b.example.com/myXhook", "whsec_2")
+		s.RegisterWebhook(ctx, "https://c.example.com/100%25", "whsec_3")
+		for _, tc := range []struct {
+			search string
+			want   int
+		}{{"my_hook", 1}, {"MY_HOOK", 1}, {"%", 1}, {"example.com", 3}, {`\`, 0}} {
+			got, _, err := s.ListWebhooks(ctx, core.WebhookFilter{Search: tc.search}, core.Page{})
+			if err != nil || len(got) != tc.want {
+				t.Errorf("search %q: %d results (%v), want %d", tc.search, len(got), err, tc.want)
+			}
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -217,7 +218,8 @@ func (s *Store) ListWebhooks(ctx context.Context, f core.WebhookFilter, p core.P
 		q = q.Where("state = ?", string(f.State))
 	}
 	if f.Search != "" {
-		q = q.Where("url LIKE ?", "%"+escapeLike(f.Search)+"%")
+		// LOWER on both sides: SQLite's LIKE ignores case, PostgreSQL's does not.
+		q = q.Where(`LOWER(url) LIKE ? ESCAPE '\'`, "%"+escapeLike(strings.ToLower(f.Search))+"%")
 	}
 	var rows []webhookRow
 	if err := q.Omit("secret_ciphertext").Find(&rows).Error; err != nil {
@@ -234,15 +236,9 @@ func (s *Store) ListWebhooks(ctx context.Context, f core.WebhookFilter, p core.P
 	return items, next, nil
 }
 
+// escapeLike makes s match itself literally inside a LIKE pattern.
 func escapeLike(s string) string {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' || s[i] == '_' || s[i] == '\\' {
-			continue
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
+	return strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(s)
 }
 
 func truncate(s string, n int) string {
