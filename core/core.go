@@ -307,3 +307,36 @@ type StoredPlugin struct {
 	UpdatedAt  time.Time `json:"updatedAt"`
 	Wasm       []byte    `json:"-"`
 }
+
+// PluginView is a plugin as the admin API shows it: stored, and loaded in
+// this process or not.
+type PluginView struct {
+	StoredPlugin
+	ABI          int             `json:"abi"`
+	Hooks        []string        `json:"hooks"`
+	ConfigSchema json.RawMessage `json:"configSchema,omitempty"`
+	Loaded       bool            `json:"loaded"`
+}
+
+// TryResult is what a chain made of a sample notification.
+type TryResult struct {
+	Keep        bool         `json:"keep"`
+	Body        string       `json:"body"`
+	ContentType string       `json:"contentType"`
+	DurationMs  float64      `json:"durationMs"`
+	Steps       []StepView   `json:"steps"`
+	DropReason  string       `json:"dropReason,omitempty"`
+	Chain       []ChainEntry `json:"chain"`
+}
+
+// StepView is one step of a chain run: which plugin and hook ran, what it
+// decided, how long it took, what it logged.
+type StepView struct {
+	Plugin     string   `json:"plugin"`
+	Hook       string   `json:"hook,omitempty"`
+	Decision   string   `json:"decision"`
+	DurationMs float64  `json:"durationMs"`
+	Error      string   `json:"error,omitempty"`
+	Logs       []string `json:"logs"`
+	Cached     bool     `json:"cached,omitempty"`
+}

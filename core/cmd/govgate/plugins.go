@@ -2,30 +2,72 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/config"
 	"github.com/govgate/govgate/core/delivery"
+	"github.com/govgate/govgate/core/httpapi"
+	"github.com/govgate/govgate/core/pluginmgr"
 	"github.com/govgate/govgate/core/store"
+	"github.com/govgate/govgate/core/wasmhost"
 )
 
-// pluginService wires the WebAssembly plugin host into the dispatcher and
-// the admin API.
-type pluginService struct{}
-
-func startPlugins(ctx context.Context, cfg config.Config, log *slog.Logger, st *store.Store) (*pluginService, error) {
-	return &pluginService{}, nil
+// pluginService wires the WebAssembly host and the plugin manager into the
+// dispatcher and the admin API.
+type pluginService struct {
+	host *wasmhost.Host
+	mgr  *pluginmgr.Manager
+	st   *store.Store
+	log  *slog.Logger
 }
 
-func (p *pluginService) Transformer() delivery.Transformer     { return nil }
-func (p *pluginService) AdminRoutes() []func(*gin.RouterGroup) { return nil }
-func (p *pluginService) Close(ctx context.Context) error       { return nil }
+func startPlugins(ctx context.Context, cfg config.Config, log *slog.Logger, st *store.Store) (*pluginService, error) {
+	cacheDir := cfg.Plugins.CacheDir
+	if cacheDir == "" {
+		if path, ok := strings.CutPrefix(cfg.DatabaseURL, "sqlite:"); ok && path != ":memory:" {
+			cacheDir = filepath.Join(filepath.Dir(path), "wasm-cache")
+		}
+	}
+	host, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: cacheDir, MemoryLimitMB: cfg.Plugins.MemoryLimitMB, CallTimeout: cfg.Plugins.CallTimeout, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	mgr := pluginmgr.New(host, st, cfg.Plugins.Dir, log)
+	if err := mgr.Sync(ctx); err != nil {
+		host.Close(context.Background())
+		return nil, err
+	}
+	go mgr.Run(ctx, 2*time.Second)
+	return &pluginService{host: host, mgr: mgr, st: st, log: log}, nil
+}
+
+// Transformer adapts the manager to the dispatcher.
+func (p *pluginService) Transformer() delivery.Transformer { return transformer{p.mgr} }
+
+type transformer struct{ mgr *pluginmgr.Manager }
+
+func (t transformer) Transform(ctx context.Context, j core.Job) (delivery.TransformResult, error) {
+	out, err := t.mgr.Apply(ctx, j.Notification, j.Body, j.WebhookID)
+	if err != nil {
+		return delivery.TransformResult{}, err
+	}
+	return delivery.TransformResult{Keep: out.Keep, Body: out.Body, ContentType: out.ContentType, Trace: out.Trace, DropReason: out.DropReason}, nil
+}
+
+func (p *pluginService) AdminRoutes() []func(*gin.RouterGroup) {
+	exists := func(ctx context.Context, id int64) error { _, err := p.st.Webhook(ctx, id); return err }
+	return []func(*gin.RouterGroup){httpapi.PluginRoutes(p.mgr, exists, p.log)}
+}
+
+func (p *pluginService) Close(ctx context.Context) error { return p.host.Close(ctx) }
 
 func pluginCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "govgate plugin: not available in this build yet")
-	return 2
+	return wasmhost.RunCLI(ctx, args, stdout, stderr)
 }

@@ -1,0 +1,390 @@
+// Package pluginmgr keeps govgate's plugins and chains in step across the
+// store (the source of truth every process shares), a plugin directory and
+// the WebAssembly host of this process. It hot-reloads: an upload, a change
+// of chain or a new file in the directory takes effect without a restart,
+// in every process, and a replaced plugin's module and instances are closed.
+package pluginmgr
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/wasmhost"
+)
+
+// Store is what the manager needs from the store.
+type Store interface {
+	SavePlugin(ctx context.Context, p core.StoredPlugin) (core.StoredPlugin, error)
+	Plugins(ctx context.Context, wasm bool) ([]core.StoredPlugin, error)
+	SetPluginEnabled(ctx context.Context, name string, enabled bool) (core.StoredPlugin, error)
+	DeletePlugin(ctx context.Context, name string) error
+	Chain(ctx context.Context, webhookID int64) ([]core.ChainEntry, error)
+	SetChain(ctx context.Context, webhookID int64, entries []core.ChainEntry) error
+	Chains(ctx context.Context) (map[int64][]core.ChainEntry, error)
+	PluginsVersion(ctx context.Context) (string, error)
+}
+
+// MaxPluginSize is the largest module accepted.
+const MaxPluginSize = 32 << 20
+
+// Manager manages plugins and chains.
+type Manager struct {
+	host *wasmhost.Host
+	st   Store
+	log  *slog.Logger
+	dir  string
+
+	mu       sync.Mutex        // serialises Sync
+	loaded   map[string]string // name → sha256 loaded in the host
+	version  string
+	dirFiles map[string]string // path → sha256 last imported
+
+	chains atomic.Pointer[map[int64][]wasmhost.Entry]
+
+	batchMu sync.Mutex
+	batches map[string]*batchEntry
+}
+
+type batchEntry struct {
+	b       *wasmhost.Batch
+	expires time.Time
+}
+
+// New returns a manager; call Sync once before serving, then Run.
+func New(host *wasmhost.Host, st Store, dir string, log *slog.Logger) *Manager {
+	m := &Manager{host: host, st: st, dir: dir, log: log, loaded: map[string]string{}, dirFiles: map[string]string{}, batches: map[string]*batchEntry{}}
+	empty := map[int64][]wasmhost.Entry{}
+	m.chains.Store(&empty)
+	return m
+}
+
+// Run re-syncs every interval until ctx ends.
+func (m *Manager) Run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := m.Sync(ctx); err != nil && ctx.Err() == nil {
+				m.log.Warn("plugin sync failed", "err", err)
+			}
+			m.expireBatches()
+		}
+	}
+}
+
+// Sync imports new or changed modules from the plugin directory into the
+// store, then makes the host and the chains match the store.
+func (m *Manager) Sync(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.importDir(ctx); err != nil {
+		m.log.Warn("plugin directory", "dir", m.dir, "err", err)
+	}
+	version, err := m.st.PluginsVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if version == m.version {
+		return nil
+	}
+	stored, err := m.st.Plugins(ctx, false)
+	if err != nil {
+		return err
+	}
+	want := map[string]core.StoredPlugin{}
+	for _, p := range stored {
+		if p.Enabled {
+			want[p.Name] = p
+		}
+	}
+	for name := range m.loaded {
+		if _, ok := want[name]; !ok {
+			m.host.Unload(name)
+			delete(m.loaded, name)
+			m.log.Info("plugin unloaded", "plugin", name)
+		}
+	}
+	var needWasm bool
+	for name, p := range want {
+		if m.loaded[name] != p.SHA256 {
+			needWasm = true
+		}
+	}
+	if needWasm {
+		withWasm, err := m.st.Plugins(ctx, true)
+		if err != nil {
+			return err
+		}
+		for _, p := range withWasm {
+			if !p.Enabled || m.loaded[p.Name] == p.SHA256 {
+				continue
+			}
+			info, err := m.host.Load(ctx, p.Wasm)
+			if err != nil {
+				m.log.Error("plugin failed to load; deliveries through it follow their failure policy", "plugin", p.Name, "err", err)
+				continue
+			}
+			m.loaded[p.Name] = p.SHA256
+			m.log.Info("plugin loaded", "plugin", info.Name, "version", info.Version, "sha256", info.SHA256[:12])
+		}
+	}
+	chains, err := m.st.Chains(ctx)
+	if err != nil {
+		return err
+	}
+	conv := make(map[int64][]wasmhost.Entry, len(chains))
+	for id, c := range chains {
+		conv[id] = toEntries(c)
+	}
+	m.chains.Store(&conv)
+	m.version = version
+	m.batchMu.Lock()
+	clear(m.batches) // answers cached under the old plugins must not be reused
+	m.batchMu.Unlock()
+	return nil
+}
+
+func (m *Manager) importDir(ctx context.Context) error {
+	if m.dir == "" {
+		return nil
+	}
+	files, err := filepath.Glob(filepath.Join(m.dir, "*.wasm"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		wasm, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(wasm)
+		digest := hex.EncodeToString(sum[:])
+		if m.dirFiles[f] == digest {
+			continue
+		}
+		if _, err := m.save(ctx, wasm, "dir", false); err != nil {
+			m.log.Error("plugin file refused", "file", f, "err", err)
+		} else {
+			m.log.Info("plugin imported from directory", "file", f)
+		}
+		m.dirFiles[f] = digest
+	}
+	return nil
+}
+
+// List returns every stored plugin.
+func (m *Manager) List(ctx context.Context) ([]core.PluginView, error) {
+	stored, err := m.st.Plugins(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]core.PluginView, 0, len(stored))
+	for _, p := range stored {
+		v := core.PluginView{StoredPlugin: p, Hooks: []string{}}
+		if info, ok := m.host.Plugin(p.Name); ok && info.SHA256 == p.SHA256 {
+			v.ABI, v.Hooks, v.ConfigSchema, v.Loaded = info.ABI, info.Hooks, info.ConfigSchema, true
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Upload checks a module (ABI, exports, metadata, its own samples) and, if
+// it passes, stores and activates it, replacing a plugin of the same name.
+func (m *Manager) Upload(ctx context.Context, wasm []byte) (core.PluginView, error) {
+	v, err := m.save(ctx, wasm, "upload", true)
+	if err != nil {
+		return core.PluginView{}, err
+	}
+	if err := m.Sync(ctx); err != nil {
+		return core.PluginView{}, err
+	}
+	return v, nil
+}
+
+func (m *Manager) save(ctx context.Context, wasm []byte, source string, _ bool) (core.PluginView, error) {
+	if len(wasm) == 0 {
+		return core.PluginView{}, core.Errorf(core.ECodeInvalidRequest, "the body must be a WebAssembly module")
+	}
+	if len(wasm) > MaxPluginSize {
+		return core.PluginView{}, core.Errorf(core.ECodeBodyTooLarge, "plugin is larger than %d bytes", MaxPluginSize)
+	}
+	info, samples, err := m.host.Check(ctx, wasm)
+	if err != nil {
+		return core.PluginView{}, &core.Error{Code: core.ECodeInvalidRequest, Message: "plugin refused: " + err.Error(), Err: err}
+	}
+	for _, s := range samples {
+		if !s.Passed {
+			return core.PluginView{}, core.Errorf(core.ECodeInvalidRequest, "plugin refused: its sample %q failed: %s", s.Name, s.Error)
+		}
+	}
+	sp, err := m.st.SavePlugin(ctx, core.StoredPlugin{Name: info.Name, Version: info.Version, SHA256: info.SHA256, Source: source, Wasm: wasm})
+	if err != nil {
+		return core.PluginView{}, err
+	}
+	return core.PluginView{StoredPlugin: sp, ABI: info.ABI, Hooks: info.Hooks, ConfigSchema: info.ConfigSchema, Loaded: true}, nil
+}
+
+// SetEnabled enables or disables a plugin everywhere.
+func (m *Manager) SetEnabled(ctx context.Context, name string, enabled bool) (core.StoredPlugin, error) {
+	p, err := m.st.SetPluginEnabled(ctx, name, enabled)
+	if err != nil {
+		return p, err
+	}
+	return p, m.Sync(ctx)
+}
+
+// Delete removes a plugin everywhere.
+func (m *Manager) Delete(ctx context.Context, name string) error {
+	if err := m.st.DeletePlugin(ctx, name); err != nil {
+		return err
+	}
+	return m.Sync(ctx)
+}
+
+// Chain returns a stored chain (core.GlobalChain for the global one).
+func (m *Manager) Chain(ctx context.Context, webhookID int64) ([]core.ChainEntry, error) {
+	return m.st.Chain(ctx, webhookID)
+}
+
+// SetChain validates and stores a chain: every entry must name a stored
+// plugin, with a JSON object config and a known failure policy.
+func (m *Manager) SetChain(ctx context.Context, webhookID int64, entries []core.ChainEntry) error {
+	stored, err := m.st.Plugins(ctx, false)
+	if err != nil {
+		return err
+	}
+	names := map[string]bool{}
+	for _, p := range stored {
+		names[p.Name] = true
+	}
+	for i, e := range entries {
+		if !names[e.Plugin] {
+			return core.Errorf(core.ECodeInvalidRequest, "chain entry %d: no plugin named %q is installed", i, e.Plugin)
+		}
+	}
+	if err := wasmhost.ValidateChain(toEntries(entries)); err != nil {
+		return core.Errorf(core.ECodeInvalidRequest, "chain: %s", err.Error())
+	}
+	if err := m.st.SetChain(ctx, webhookID, entries); err != nil {
+		return err
+	}
+	return m.Sync(ctx)
+}
+
+// Try runs a chain (the global chain when entries is nil) on a sample
+// notification, outside any delivery.
+func (m *Manager) Try(ctx context.Context, entries []core.ChainEntry, n core.Notification) (core.TryResult, error) {
+	if entries == nil {
+		var err error
+		if entries, err = m.st.Chain(ctx, core.GlobalChain); err != nil {
+			return core.TryResult{}, err
+		}
+	}
+	if err := wasmhost.ValidateChain(toEntries(entries)); err != nil {
+		return core.TryResult{}, core.Errorf(core.ECodeInvalidRequest, "chain: %s", err.Error())
+	}
+	body, err := json.Marshal(n)
+	if err != nil {
+		return core.TryResult{}, err
+	}
+	start := time.Now()
+	res := m.host.RunChain(ctx, toEntries(entries), n, body)
+	out := core.TryResult{Keep: res.Keep, Body: string(res.Body), ContentType: res.ContentType, DurationMs: ms(time.Since(start)), DropReason: res.DropReason, Chain: entries, Steps: steps(res.Steps)}
+	if out.Body == "" && res.Keep {
+		out.Body = string(body)
+	}
+	return out, nil
+}
+
+func steps(in []wasmhost.Step) []core.StepView {
+	out := make([]core.StepView, len(in))
+	for i, s := range in {
+		logs := s.Logs
+		if logs == nil {
+			logs = []string{}
+		}
+		out[i] = core.StepView{Plugin: s.Plugin, Hook: s.Hook, Decision: s.Decision, DurationMs: ms(s.Duration), Error: s.Error, Logs: logs, Cached: s.Cached}
+	}
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Outcome is what the chains of one delivery decided.
+type Outcome struct {
+	Keep        bool
+	Body        []byte // nil: the notification JSON unchanged
+	ContentType string
+	Trace       string // JSON of the steps; "" when no plugin ran
+	DropReason  string
+}
+
+// Apply runs the global chain and then the webhook's own chain on one
+// delivery. Deliveries of one notification share a Batch for a while, so
+// fanning out to many webhooks that share a chain costs one plugin call per
+// distinct (plugin, body, config), not one per webhook.
+func (m *Manager) Apply(ctx context.Context, n core.Notification, body []byte, webhookID int64) (Outcome, error) {
+	chains := *m.chains.Load()
+	chain := append(slices.Clip(chains[core.GlobalChain]), chains[webhookID]...)
+	if len(chain) == 0 {
+		return Outcome{Keep: true}, nil
+	}
+	res := m.batch(n, body).Run(ctx, chain)
+	trace, err := json.Marshal(steps(res.Steps))
+	if err != nil {
+		return Outcome{}, err
+	}
+	out := Outcome{Keep: res.Keep, ContentType: res.ContentType, Trace: string(trace), DropReason: res.DropReason}
+	if res.Keep && res.Body != nil && string(res.Body) != string(body) {
+		out.Body = res.Body
+	}
+	return out, nil
+}
+
+// batchTTL is how long the answers for one notification are kept for its
+// other deliveries.
+const batchTTL = 2 * time.Minute
+
+func (m *Manager) batch(n core.Notification, body []byte) *wasmhost.Batch {
+	m.batchMu.Lock()
+	defer m.batchMu.Unlock()
+	if e, ok := m.batches[n.ID]; ok {
+		return e.b
+	}
+	b := m.host.NewBatch(n, body)
+	m.batches[n.ID] = &batchEntry{b: b, expires: time.Now().Add(batchTTL)}
+	return b
+}
+
+func (m *Manager) expireBatches() {
+	now := time.Now()
+	m.batchMu.Lock()
+	defer m.batchMu.Unlock()
+	for id, e := range m.batches {
+		if now.After(e.expires) {
+			delete(m.batches, id)
+		}
+	}
+}
+
+func toEntries(in []core.ChainEntry) []wasmhost.Entry {
+	out := make([]wasmhost.Entry, len(in))
+	for i, e := range in {
+		out[i] = wasmhost.Entry{Plugin: e.Plugin, Config: e.Config, FailurePolicy: e.FailurePolicy}
+	}
+	return out
+}
