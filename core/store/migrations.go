@@ -15,6 +15,7 @@ import (
 var migrations = []*gormigrate.Migration{
 	{ID: "0001_webhooks_notifications_deliveries", Migrate: migrate0001, Rollback: rollback0001},
 	{ID: "0002_plugins_and_chains", Migrate: migrate0002, Rollback: rollback0002},
+	{ID: "0003_chain_index", Migrate: migrate0003, Rollback: rollback0003},
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -1,0 +1,106 @@
+package core
+
+import "time"
+
+// Cursor is how far a DAO has been indexed: every block up to and including
+// Block is in the store.
+type Cursor struct {
+	Block uint64
+	Hash  string // 0x-hex hash of Block as the chain reported it
+}
+
+// BlockRef is a block the indexer has seen, kept to detect reorganisations.
+type BlockRef struct {
+	Number uint64
+	Hash   string // 0x-hex
+}
+
+// Proposal states that the indexer derives from events. Time-derived states
+// (active, defeated, succeeded, expired) need the chain's clock and the
+// quorum, so readers derive them from VoteStart, VoteEnd and the tallies.
+const (
+	ProposalCreated  = "created"
+	ProposalQueued   = "queued"
+	ProposalExecuted = "executed"
+	ProposalCanceled = "canceled"
+)
+
+// Proposal is a proposal as it stood at the end of block UpdatedBlock. The
+// identity and content fields never change after creation; State, the
+// tallies, ETA and VoteEnd (late-quorum extension) do.
+type Proposal struct {
+	DAO        string   `json:"dao"`
+	ChainID    uint64   `json:"chainId"`
+	ProposalID string   `json:"proposalId"` // decimal; a hash for OpenZeppelin, a sequence for Bravo
+	Proposer   string   `json:"proposer"`   // EIP-55
+	Targets    []string `json:"targets"`
+	Values     []string `json:"values"`     // decimal wei
+	Signatures []string `json:"signatures"` // Bravo-style function signatures; "" each for OpenZeppelin
+	Calldatas  []string `json:"calldatas"`  // 0x-hex
+	// Description is the proposal text, often markdown. It can be long.
+	Description string `json:"description"`
+	// VoteStart and VoteEnd are clock timepoints: block numbers for Bravo and
+	// for OpenZeppelin governors on a block-number clock (the usual), Unix
+	// seconds for OpenZeppelin governors on a timestamp clock.
+	VoteStart    uint64    `json:"voteStart"`
+	VoteEnd      uint64    `json:"voteEnd"`
+	State        string    `json:"state"`
+	ForVotes     string    `json:"forVotes"`     // decimal
+	AgainstVotes string    `json:"againstVotes"` // decimal
+	AbstainVotes string    `json:"abstainVotes"` // decimal
+	ETA          uint64    `json:"eta"`          // Unix seconds when queued, else 0
+	CreatedBlock uint64    `json:"createdBlock"`
+	CreatedTx    string    `json:"createdTx"`
+	CreatedAt    time.Time `json:"createdAt"` // block time
+	UpdatedBlock uint64    `json:"updatedBlock"`
+	UpdatedAt    time.Time `json:"updatedAt"` // block time
+}
+
+// Vote is one VoteCast or VoteCastWithParams event.
+type Vote struct {
+	DAO         string    `json:"dao"`
+	ChainID     uint64    `json:"chainId"`
+	ProposalID  string    `json:"proposalId"`
+	Voter       string    `json:"voter"`   // EIP-55
+	Support     uint8     `json:"support"` // 0 against, 1 for, 2 abstain
+	Weight      string    `json:"weight"`  // decimal
+	Reason      string    `json:"reason"`
+	Params      string    `json:"params,omitempty"` // 0x-hex; "" for VoteCast
+	BlockNumber uint64    `json:"blockNumber"`
+	BlockHash   string    `json:"blockHash"`
+	TxHash      string    `json:"txHash"`
+	LogIndex    uint      `json:"logIndex"`
+	CastAt      time.Time `json:"castAt"` // block time
+}
+
+// IndexBatch is what one indexing step writes, all or nothing.
+type IndexBatch struct {
+	DAO     string
+	ChainID uint64
+	// Prev is the cursor the batch was built on (nil: the DAO had none). The
+	// store refuses the batch with ErrCursorMoved if the stored cursor
+	// differs, so two indexers racing on one DAO cannot both write.
+	Prev *Cursor
+	// Cursor is the DAO's cursor after the batch.
+	Cursor Cursor
+	// Proposals holds one revision per proposal per block in which it
+	// changed, in block order: the row reads as the last revision, and every
+	// revision is kept until it is older than the kept blocks, for Rollback.
+	Proposals []Proposal
+	// Votes are inserted; a vote already stored (same ChainID, TxHash,
+	// LogIndex) is left as it is.
+	Votes []Vote
+	// Notifications are inserted with their delivery fan-out; one whose ID
+	// is already stored is skipped.
+	Notifications []Notification
+	// Blocks are block hashes to remember.
+	Blocks []BlockRef
+	// PruneBelow, when positive, lets the store forget this chain's block
+	// refs below that block, and proposal revisions below it superseded by a
+	// later revision also at or below it.
+	PruneBelow uint64
+}
+
+// ErrCursorMoved is returned (wrapped) when an index batch was built on a
+// cursor that another indexer has since moved.
+var ErrCursorMoved = Errorf(ECodeConflict, "cursor moved by another indexer")

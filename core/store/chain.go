@@ -1,0 +1,434 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/govgate/govgate/core"
+)
+
+type cursorRow struct {
+	DAO       string `gorm:"column:dao;primaryKey"`
+	ChainID   uint64
+	Block     uint64
+	Hash      string
+	UpdatedAt time.Time
+}
+
+func (cursorRow) TableName() string { return "chain_cursors" }
+
+type blockRow struct {
+	ChainID uint64 `gorm:"primaryKey;autoIncrement:false"`
+	Number  uint64 `gorm:"primaryKey;autoIncrement:false"`
+	Hash    string
+}
+
+func (blockRow) TableName() string { return "chain_blocks" }
+
+type proposalRow struct {
+	Seq          int64  `gorm:"primaryKey;autoIncrement"`
+	DAO          string `gorm:"column:dao"`
+	ProposalID   string
+	ChainID      uint64
+	Proposer     string
+	Targets      string
+	Values       string
+	Signatures   string
+	Calldatas    string
+	Description  string
+	VoteStart    uint64
+	VoteEnd      uint64
+	State        string
+	ForVotes     string
+	AgainstVotes string
+	AbstainVotes string
+	ETA          uint64 `gorm:"column:eta"`
+	CreatedBlock uint64
+	CreatedTx    string
+	CreatedAt    time.Time
+	UpdatedBlock uint64
+	UpdatedAt    time.Time
+}
+
+func (proposalRow) TableName() string { return "proposals" }
+
+type revisionRow struct {
+	DAO        string `gorm:"column:dao;primaryKey"`
+	ProposalID string `gorm:"primaryKey"`
+	Block      uint64 `gorm:"primaryKey;autoIncrement:false"`
+	ChainID    uint64
+	Data       string
+}
+
+func (revisionRow) TableName() string { return "proposal_revisions" }
+
+type voteRow struct {
+	ID          int64 `gorm:"primaryKey;autoIncrement"`
+	ChainID     uint64
+	TxHash      string
+	LogIndex    uint
+	DAO         string `gorm:"column:dao"`
+	ProposalID  string
+	Voter       string
+	Support     uint8
+	Weight      string
+	Reason      string
+	Params      string
+	BlockNumber uint64
+	BlockHash   string
+	CastAt      time.Time
+}
+
+func (voteRow) TableName() string { return "votes" }
+
+func migrate0003(tx *gorm.DB) error {
+	type ChainCursor struct {
+		DAO       string    `gorm:"column:dao;primaryKey;size:64"`
+		ChainID   uint64    `gorm:"not null;index"`
+		Block     uint64    `gorm:"not null"`
+		Hash      string    `gorm:"size:66;not null"`
+		UpdatedAt time.Time `gorm:"not null"`
+	}
+	type ChainBlock struct {
+		ChainID uint64 `gorm:"primaryKey;autoIncrement:false"`
+		Number  uint64 `gorm:"primaryKey;autoIncrement:false"`
+		Hash    string `gorm:"size:66;not null"`
+	}
+	type Proposal struct {
+		Seq          int64     `gorm:"primaryKey;autoIncrement"`
+		DAO          string    `gorm:"column:dao;size:64;not null;uniqueIndex:ux_proposals_dao_id,priority:1;index:ix_proposals_dao_state,priority:1"`
+		ProposalID   string    `gorm:"size:80;not null;uniqueIndex:ux_proposals_dao_id,priority:2"`
+		ChainID      uint64    `gorm:"not null"`
+		Proposer     string    `gorm:"size:42;not null"`
+		Targets      string    `gorm:"type:text;not null"`
+		Values       string    `gorm:"type:text;not null"`
+		Signatures   string    `gorm:"type:text;not null"`
+		Calldatas    string    `gorm:"type:text;not null"`
+		Description  string    `gorm:"type:text;not null"`
+		VoteStart    uint64    `gorm:"not null"`
+		VoteEnd      uint64    `gorm:"not null"`
+		State        string    `gorm:"size:16;not null;index:ix_proposals_dao_state,priority:2"`
+		ForVotes     string    `gorm:"size:80;not null"`
+		AgainstVotes string    `gorm:"size:80;not null"`
+		AbstainVotes string    `gorm:"size:80;not null"`
+		ETA          uint64    `gorm:"column:eta;not null"`
+		CreatedBlock uint64    `gorm:"not null"`
+		CreatedTx    string    `gorm:"size:66;not null"`
+		CreatedAt    time.Time `gorm:"not null"`
+		UpdatedBlock uint64    `gorm:"not null"`
+		UpdatedAt    time.Time `gorm:"not null"`
+	}
+	type ProposalRevision struct {
+		DAO        string `gorm:"column:dao;primaryKey;size:64"`
+		ProposalID string `gorm:"primaryKey;size:80"`
+		Block      uint64 `gorm:"primaryKey;autoIncrement:false"`
+		ChainID    uint64 `gorm:"not null;index"`
+		Data       string `gorm:"type:text;not null"`
+	}
+	type Vote struct {
+		ID          int64     `gorm:"primaryKey;autoIncrement"`
+		ChainID     uint64    `gorm:"not null;uniqueIndex:ux_votes_event,priority:1"`
+		TxHash      string    `gorm:"size:66;not null;uniqueIndex:ux_votes_event,priority:2"`
+		LogIndex    uint      `gorm:"not null;uniqueIndex:ux_votes_event,priority:3"`
+		DAO         string    `gorm:"column:dao;size:64;not null;index:ix_votes_proposal,priority:1"`
+		ProposalID  string    `gorm:"size:80;not null;index:ix_votes_proposal,priority:2"`
+		Voter       string    `gorm:"size:42;not null"`
+		Support     uint8     `gorm:"not null"`
+		Weight      string    `gorm:"size:80;not null"`
+		Reason      string    `gorm:"type:text;not null"`
+		Params      string    `gorm:"type:text;not null"`
+		BlockNumber uint64    `gorm:"not null"`
+		BlockHash   string    `gorm:"size:66;not null"`
+		CastAt      time.Time `gorm:"not null"`
+	}
+	return tx.Migrator().CreateTable(&ChainCursor{}, &ChainBlock{}, &Proposal{}, &ProposalRevision{}, &Vote{})
+}
+
+func rollback0003(tx *gorm.DB) error {
+	return tx.Migrator().DropTable("votes", "proposal_revisions", "proposals", "chain_blocks", "chain_cursors")
+}
+
+// Cursor returns how far a DAO has been indexed.
+func (s *Store) Cursor(ctx context.Context, dao string) (core.Cursor, bool, error) {
+	var rows []cursorRow
+	if err := s.db.WithContext(ctx).Where("dao = ?", dao).Limit(1).Find(&rows).Error; err != nil {
+		return core.Cursor{}, false, fmt.Errorf("get cursor: %w", err)
+	}
+	if len(rows) == 0 {
+		return core.Cursor{}, false, nil
+	}
+	return core.Cursor{Block: rows[0].Block, Hash: rows[0].Hash}, true, nil
+}
+
+// RecentBlocks returns up to limit remembered blocks of a chain, highest first.
+func (s *Store) RecentBlocks(ctx context.Context, chainID uint64, limit int) ([]core.BlockRef, error) {
+	var rows []blockRow
+	if err := s.db.WithContext(ctx).Where("chain_id = ?", chainID).Order("number DESC").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("recent blocks: %w", err)
+	}
+	out := make([]core.BlockRef, len(rows))
+	for i, r := range rows {
+		out[i] = core.BlockRef{Number: r.Number, Hash: r.Hash}
+	}
+	return out, nil
+}
+
+// Proposal returns the latest revision of a proposal.
+func (s *Store) Proposal(ctx context.Context, dao, id string) (core.Proposal, bool, error) {
+	var rows []proposalRow
+	if err := s.db.WithContext(ctx).Where("dao = ? AND proposal_id = ?", dao, id).Limit(1).Find(&rows).Error; err != nil {
+		return core.Proposal{}, false, fmt.Errorf("get proposal: %w", err)
+	}
+	if len(rows) == 0 {
+		return core.Proposal{}, false, nil
+	}
+	p, err := rows[0].domain()
+	return p, err == nil, err
+}
+
+func (r proposalRow) domain() (core.Proposal, error) {
+	p := core.Proposal{
+		DAO: r.DAO, ChainID: r.ChainID, ProposalID: r.ProposalID, Proposer: r.Proposer, Description: r.Description,
+		VoteStart: r.VoteStart, VoteEnd: r.VoteEnd, State: r.State, ForVotes: r.ForVotes, AgainstVotes: r.AgainstVotes,
+		AbstainVotes: r.AbstainVotes, ETA: r.ETA, CreatedBlock: r.CreatedBlock, CreatedTx: r.CreatedTx,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedBlock: r.UpdatedBlock, UpdatedAt: r.UpdatedAt.UTC(),
+	}
+	for _, f := range []struct {
+		raw string
+		dst *[]string
+	}{{r.Targets, &p.Targets}, {r.Values, &p.Values}, {r.Signatures, &p.Signatures}, {r.Calldatas, &p.Calldatas}} {
+		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
+			return core.Proposal{}, fmt.Errorf("decode proposal %s: %w", r.ProposalID, err)
+		}
+	}
+	return p, nil
+}
+
+func proposalToRow(p core.Proposal) proposalRow {
+	js := func(v []string) string {
+		if v == nil {
+			v = []string{}
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	return proposalRow{
+		DAO: p.DAO, ProposalID: p.ProposalID, ChainID: p.ChainID, Proposer: p.Proposer,
+		Targets: js(p.Targets), Values: js(p.Values), Signatures: js(p.Signatures), Calldatas: js(p.Calldatas),
+		Description: p.Description, VoteStart: p.VoteStart, VoteEnd: p.VoteEnd, State: p.State,
+		ForVotes: p.ForVotes, AgainstVotes: p.AgainstVotes, AbstainVotes: p.AbstainVotes, ETA: p.ETA,
+		CreatedBlock: p.CreatedBlock, CreatedTx: p.CreatedTx, CreatedAt: p.CreatedAt.UTC(),
+		UpdatedBlock: p.UpdatedBlock, UpdatedAt: p.UpdatedAt.UTC(),
+	}
+}
+
+// proposalColumns are the columns a new revision overwrites.
+var proposalColumns = []string{"chain_id", "proposer", "targets", "values", "signatures", "calldatas", "description",
+	"vote_start", "vote_end", "state", "for_votes", "against_votes", "abstain_votes", "eta",
+	"created_block", "created_tx", "created_at", "updated_block", "updated_at"}
+
+// ApplyBatch writes one indexing step in one transaction: proposals and
+// their revisions, votes, notifications with their delivery fan-out, block
+// hashes and the DAO's cursor. It refuses the batch with core.ErrCursorMoved
+// when the stored cursor is not the one the batch was built on.
+func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) (err error) {
+	created := 0
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var cur []cursorRow
+		q := tx.Where("dao = ?", b.DAO).Limit(1)
+		if s.dialect == Postgres {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+		}
+		if err := q.Find(&cur).Error; err != nil {
+			return err
+		}
+		switch {
+		case b.Prev == nil && len(cur) > 0,
+			b.Prev != nil && (len(cur) == 0 || cur[0].Block != b.Prev.Block || cur[0].Hash != b.Prev.Hash):
+			return core.ErrCursorMoved
+		}
+		for _, p := range b.Proposals {
+			row := proposalToRow(p)
+			if err := tx.Clauses(clause.OnConflict{
+				Columns:   []clause.Column{{Name: "dao"}, {Name: "proposal_id"}},
+				DoUpdates: clause.AssignmentColumns(proposalColumns),
+			}).Create(&row).Error; err != nil {
+				return fmt.Errorf("upsert proposal: %w", err)
+			}
+			data, _ := json.Marshal(p)
+			rev := revisionRow{DAO: p.DAO, ProposalID: p.ProposalID, Block: p.UpdatedBlock, ChainID: p.ChainID, Data: string(data)}
+			if err := tx.Clauses(clause.OnConflict{
+				Columns:   []clause.Column{{Name: "dao"}, {Name: "proposal_id"}, {Name: "block"}},
+				DoUpdates: clause.AssignmentColumns([]string{"data"}),
+			}).Create(&rev).Error; err != nil {
+				return fmt.Errorf("record proposal revision: %w", err)
+			}
+		}
+		if len(b.Votes) > 0 {
+			rows := make([]voteRow, len(b.Votes))
+			for i, v := range b.Votes {
+				rows[i] = voteRow{ChainID: v.ChainID, TxHash: v.TxHash, LogIndex: v.LogIndex, DAO: v.DAO, ProposalID: v.ProposalID,
+					Voter: v.Voter, Support: v.Support, Weight: v.Weight, Reason: v.Reason, Params: v.Params,
+					BlockNumber: v.BlockNumber, BlockHash: v.BlockHash, CastAt: v.CastAt.UTC()}
+			}
+			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(rows, 500).Error; err != nil {
+				return fmt.Errorf("insert votes: %w", err)
+			}
+		}
+		for _, n := range b.Notifications {
+			ok, err := s.InsertNotificationTx(tx, n, "indexer")
+			if err != nil {
+				return err
+			}
+			if ok {
+				created++
+			}
+		}
+		if len(b.Blocks) > 0 {
+			rows := make([]blockRow, len(b.Blocks))
+			for i, br := range b.Blocks {
+				rows[i] = blockRow{ChainID: b.ChainID, Number: br.Number, Hash: br.Hash}
+			}
+			if err := tx.Clauses(clause.OnConflict{
+				Columns:   []clause.Column{{Name: "chain_id"}, {Name: "number"}},
+				DoUpdates: clause.AssignmentColumns([]string{"hash"}),
+			}).CreateInBatches(rows, 500).Error; err != nil {
+				return fmt.Errorf("record blocks: %w", err)
+			}
+		}
+		row := cursorRow{DAO: b.DAO, ChainID: b.ChainID, Block: b.Cursor.Block, Hash: b.Cursor.Hash, UpdatedAt: s.now()}
+		if err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "dao"}},
+			DoUpdates: clause.AssignmentColumns([]string{"chain_id", "block", "hash", "updated_at"}),
+		}).Create(&row).Error; err != nil {
+			return fmt.Errorf("move cursor: %w", err)
+		}
+		if b.PruneBelow > 0 {
+			if err := tx.Exec(`DELETE FROM chain_blocks WHERE chain_id = ? AND number < ?`, b.ChainID, b.PruneBelow).Error; err != nil {
+				return fmt.Errorf("prune blocks: %w", err)
+			}
+			if err := tx.Exec(`DELETE FROM proposal_revisions WHERE dao = ? AND block < ? AND EXISTS (
+				SELECT 1 FROM proposal_revisions r2 WHERE r2.dao = proposal_revisions.dao AND r2.proposal_id = proposal_revisions.proposal_id
+				AND r2.block > proposal_revisions.block AND r2.block <= ?)`, b.DAO, b.PruneBelow, b.PruneBelow).Error; err != nil {
+				return fmt.Errorf("prune revisions: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, core.ErrCursorMoved) {
+			return err
+		}
+		return fmt.Errorf("apply index batch: %w", err)
+	}
+	return nil
+}
+
+// Rollback undoes everything indexed above block to.Number on a chain, in
+// one transaction. Notifications stay: they may be delivered already, and
+// the indexer emits none for unconfirmed blocks.
+func (s *Store) Rollback(ctx context.Context, chainID uint64, to core.BlockRef) error {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		n := to.Number
+		for _, stmt := range []string{
+			`DELETE FROM votes WHERE chain_id = ? AND block_number > ?`,
+			`DELETE FROM chain_blocks WHERE chain_id = ? AND number > ?`,
+			`DELETE FROM proposals WHERE chain_id = ? AND created_block > ?`,
+			`DELETE FROM proposal_revisions WHERE chain_id = ? AND block > ?`,
+		} {
+			if err := tx.Exec(stmt, chainID, n).Error; err != nil {
+				return err
+			}
+		}
+		var changed []proposalRow
+		if err := tx.Select("dao", "proposal_id").Where("chain_id = ? AND updated_block > ?", chainID, n).Find(&changed).Error; err != nil {
+			return err
+		}
+		for _, c := range changed {
+			var revs []revisionRow
+			if err := tx.Where("dao = ? AND proposal_id = ? AND block <= ?", c.DAO, c.ProposalID, n).Order("block DESC").Limit(1).Find(&revs).Error; err != nil {
+				return err
+			}
+			if len(revs) == 0 {
+				if err := tx.Where("dao = ? AND proposal_id = ?", c.DAO, c.ProposalID).Delete(&proposalRow{}).Error; err != nil {
+					return err
+				}
+				continue
+			}
+			var p core.Proposal
+			if err := json.Unmarshal([]byte(revs[0].Data), &p); err != nil {
+				return fmt.Errorf("decode revision: %w", err)
+			}
+			row := proposalToRow(p)
+			if err := tx.Model(&proposalRow{}).Where("dao = ? AND proposal_id = ?", c.DAO, c.ProposalID).Select(proposalColumns).Updates(&row).Error; err != nil {
+				return err
+			}
+		}
+		return tx.Exec(`UPDATE chain_cursors SET block = ?, hash = ?, updated_at = ? WHERE chain_id = ? AND block > ?`,
+			n, to.Hash, s.now(), chainID, n).Error
+	})
+	if err != nil {
+		return fmt.Errorf("roll back chain %d to %d: %w", chainID, to.Number, err)
+	}
+	return nil
+}
+
+// ListProposals lists a DAO's proposals, newest first (by creation), with
+// an optional state filter. next is the Before of the next page.
+func (s *Store) ListProposals(ctx context.Context, dao, state string, p core.Page) ([]core.Proposal, int64, error) {
+	q := s.db.WithContext(ctx).Where("dao = ?", dao).Order("seq DESC").Limit(p.PageLimit() + 1)
+	if state != "" {
+		q = q.Where("state = ?", state)
+	}
+	if p.Before > 0 {
+		q = q.Where("seq < ?", p.Before)
+	}
+	var rows []proposalRow
+	if err := q.Find(&rows).Error; err != nil {
+		return nil, 0, fmt.Errorf("list proposals: %w", err)
+	}
+	var next int64
+	if len(rows) > p.PageLimit() {
+		rows = rows[:p.PageLimit()]
+		next = rows[len(rows)-1].Seq
+	}
+	out := make([]core.Proposal, 0, len(rows))
+	for _, r := range rows {
+		pr, err := r.domain()
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, pr)
+	}
+	return out, next, nil
+}
+
+// ListVotes lists the votes on a proposal, newest first.
+func (s *Store) ListVotes(ctx context.Context, dao, proposalID string, p core.Page) ([]core.Vote, int64, error) {
+	q := s.db.WithContext(ctx).Where("dao = ? AND proposal_id = ?", dao, proposalID).Order("id DESC").Limit(p.PageLimit() + 1)
+	if p.Before > 0 {
+		q = q.Where("id < ?", p.Before)
+	}
+	var rows []voteRow
+	if err := q.Find(&rows).Error; err != nil {
+		return nil, 0, fmt.Errorf("list votes: %w", err)
+	}
+	var next int64
+	if len(rows) > p.PageLimit() {
+		rows = rows[:p.PageLimit()]
+		next = rows[len(rows)-1].ID
+	}
+	out := make([]core.Vote, len(rows))
+	for i, r := range rows {
+		out[i] = core.Vote{DAO: r.DAO, ChainID: r.ChainID, ProposalID: r.ProposalID, Voter: r.Voter, Support: r.Support,
+			Weight: r.Weight, Reason: r.Reason, Params: r.Params, BlockNumber: r.BlockNumber, BlockHash: r.BlockHash,
+			TxHash: r.TxHash, LogIndex: r.LogIndex, CastAt: r.CastAt.UTC()}
+	}
+	return out, next, nil
+}
