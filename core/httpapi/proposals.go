@@ -1,0 +1,106 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/govgate/govgate/core"
+)
+
+// ProposalReader is what the proposal routes need from the store.
+type ProposalReader interface {
+	ListProposals(ctx context.Context, dao, state string, p core.Page) ([]core.Proposal, int64, error)
+	Proposal(ctx context.Context, dao, id string) (core.Proposal, bool, error)
+	ListVotes(ctx context.Context, dao, proposalID string, p core.Page) ([]core.Vote, int64, error)
+}
+
+var proposalStates = map[string]bool{core.ProposalCreated: true, core.ProposalQueued: true, core.ProposalExecuted: true, core.ProposalCanceled: true}
+
+// ProposalRoutes returns GET /{dao}/proposals and GET /{dao}/proposals/{id}
+// for APIConfig.Routes.
+func ProposalRoutes(r ProposalReader, daos []core.DAO, log *slog.Logger) func(e *gin.Engine) {
+	known := map[string]bool{}
+	for _, d := range daos {
+		known[d.Slug] = true
+	}
+	dao := func(c *gin.Context) (string, bool) {
+		slug := c.Param("dao")
+		if !known[slug] {
+			writeError(c, log, core.Errorf(core.ECodeUnknownDAO, "unknown dao %q (GET /daos lists them)", slug))
+			return "", false
+		}
+		return slug, true
+	}
+	return func(e *gin.Engine) {
+		e.GET("/:dao/proposals", func(c *gin.Context) {
+			slug, ok := dao(c)
+			if !ok {
+				return
+			}
+			p, err := pageOf(c)
+			if err != nil {
+				writeError(c, log, err)
+				return
+			}
+			state := c.Query("state")
+			if state != "" && !proposalStates[state] {
+				writeError(c, log, core.Errorf(core.ECodeInvalidRequest, "state must be created, queued, executed or canceled"))
+				return
+			}
+			items, next, err := r.ListProposals(c.Request.Context(), slug, state, p)
+			if err != nil {
+				writeError(c, log, err)
+				return
+			}
+			c.JSON(http.StatusOK, listBody(items, next))
+		})
+		e.GET("/:dao/proposals/:id", func(c *gin.Context) {
+			slug, ok := dao(c)
+			if !ok {
+				return
+			}
+			id := c.Param("id")
+			if _, err := strconv.ParseUint(id, 10, 64); err != nil && !isDecimal(id) {
+				writeError(c, log, core.Errorf(core.ECodeNotFound, "proposal ids are decimal numbers"))
+				return
+			}
+			p, err := pageOf(c)
+			if err != nil {
+				writeError(c, log, err)
+				return
+			}
+			prop, found, err := r.Proposal(c.Request.Context(), slug, id)
+			if err != nil {
+				writeError(c, log, err)
+				return
+			}
+			if !found {
+				writeError(c, log, core.Errorf(core.ECodeNotFound, "no proposal %s in %s", id, slug))
+				return
+			}
+			votes, next, err := r.ListVotes(c.Request.Context(), slug, id, p)
+			if err != nil {
+				writeError(c, log, err)
+				return
+			}
+			c.JSON(http.StatusOK, gin.H{"proposal": prop, "votes": listBody(votes, next)})
+		})
+	}
+}
+
+// isDecimal reports whether s is a decimal number of at most 78 digits (a uint256).
+func isDecimal(s string) bool {
+	if s == "" || len(s) > 78 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
