@@ -17,6 +17,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/chain"
+	"github.com/govgate/govgate/core/health"
+	"github.com/govgate/govgate/core/indexer"
 )
 
 // Config is govgate's static configuration.
@@ -29,12 +32,13 @@ type Config struct {
 	LogLevel    string   `yaml:"log_level"`
 	LogFormat   string   `yaml:"log_format"` // text or json
 
-	Registration Registration `yaml:"registration"`
-	Delivery     Delivery     `yaml:"delivery"`
-	Plugins      Plugins      `yaml:"plugins"`
-	Chains       []Chain      `yaml:"chains"`
-	DAOs         []core.DAO   `yaml:"daos"`
-	Health       Health       `yaml:"health"`
+	Registration Registration        `yaml:"registration"`
+	Delivery     Delivery            `yaml:"delivery"`
+	Plugins      Plugins             `yaml:"plugins"`
+	Chains       []chain.ChainConfig `yaml:"chains"`
+	DAOs         []core.DAO          `yaml:"daos"`
+	Indexer      indexer.Config      `yaml:"indexer"`
+	Health       health.Config       `yaml:"health"`
 }
 
 // Listener is one HTTP listener.
@@ -46,6 +50,10 @@ type Listener struct {
 type Admin struct {
 	Addr  string `yaml:"addr"`
 	Token string `yaml:"token"` // prefer GOVGATE_ADMIN_TOKEN
+	// SecureCookies marks the admin page's session cookie Secure even over
+	// plain HTTP, for deployments where a proxy terminates TLS. Requests that
+	// arrive over TLS always get a Secure cookie.
+	SecureCookies bool `yaml:"secure_cookies"`
 }
 
 // Registration configures the webhook registration endpoint.
@@ -89,24 +97,6 @@ type Plugins struct {
 	MemoryLimitMB uint32        `yaml:"memory_limit_mb"`
 }
 
-// Chain is one EVM chain and its JSON-RPC upstreams.
-type Chain struct {
-	ID             uint64        `yaml:"id"`
-	Name           string        `yaml:"name"`
-	RPC            []string      `yaml:"rpc"`
-	Confirmations  uint64        `yaml:"confirmations"`
-	RequestTimeout time.Duration `yaml:"request_timeout"`
-	PollInterval   time.Duration `yaml:"poll_interval"`
-}
-
-// Health holds the thresholds of the indexer freshness status.
-type Health struct {
-	LaggingBlocks uint64        `yaml:"lagging_blocks"`
-	StalledAfter  time.Duration `yaml:"stalled_after"`
-	RefreshEvery  time.Duration `yaml:"refresh_every"`
-	ProbeTimeout  time.Duration `yaml:"probe_timeout"`
-}
-
 // Default returns the configuration used when a setting is absent.
 func Default() Config {
 	return Config{
@@ -131,7 +121,8 @@ func Default() Config {
 			PollInterval:  time.Second,
 		},
 		Plugins: Plugins{CallTimeout: 250 * time.Millisecond, MemoryLimitMB: 64},
-		Health:  Health{LaggingBlocks: 20, StalledAfter: 5 * time.Minute, RefreshEvery: time.Second, ProbeTimeout: 2 * time.Second},
+		Indexer: indexer.Config{}.WithDefaults(),
+		Health:  health.Config{}.WithDefaults(),
 	}
 }
 
@@ -207,6 +198,13 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 			return fmt.Errorf("config: %s: want true or false, got %q", EnvDeliveryAllowPriv, v)
 		}
 		c.Delivery.AllowPrivate = b
+	}
+	if v := getenv(EnvAdminSecureCookies); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("config: %s: want true or false, got %q", EnvAdminSecureCookies, v)
+		}
+		c.Admin.SecureCookies = b
 	}
 	if v := getenv(EnvDeliveryTimeout); v != "" {
 		d, err := time.ParseDuration(v)
@@ -292,7 +290,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	chains := map[uint64]bool{}
-	for i, ch := range c.Chains {
+	for i := range c.Chains {
+		c.Chains[i] = c.Chains[i].WithDefaults()
+		ch := c.Chains[i]
 		field := fmt.Sprintf("chains[%d]", i)
 		if ch.ID == 0 {
 			return bad(field+".id", "required")
@@ -301,9 +301,17 @@ func (c *Config) Validate() error {
 			return bad(field+".id", "chain %d listed twice", ch.ID)
 		}
 		chains[ch.ID] = true
-		if len(ch.RPC) == 0 {
-			return bad(field+".rpc", "at least one upstream URL required")
+		if err := ch.Validate(); err != nil {
+			return fmt.Errorf("config: %s: %w", field, err)
 		}
+	}
+	c.Indexer = c.Indexer.WithDefaults()
+	if err := c.Indexer.Validate(); err != nil {
+		return fmt.Errorf("config: indexer: %w", err)
+	}
+	c.Health = c.Health.WithDefaults()
+	if err := c.Health.Validate(); err != nil {
+		return fmt.Errorf("config: health: %w", err)
 	}
 	slugs := map[string]bool{}
 	for i, dao := range c.DAOs {

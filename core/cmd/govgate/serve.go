@@ -27,6 +27,7 @@ import (
 	"github.com/govgate/govgate/core/signing"
 	"github.com/govgate/govgate/core/ssrf"
 	"github.com/govgate/govgate/core/store"
+	"github.com/govgate/govgate/web"
 )
 
 // DefaultConfigPath is read when --config is not given; it may be absent.
@@ -86,13 +87,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	var devStop func()
+	var devEnvironment *devEnv
 	if dev {
-		devStop, err = startDevChain(ctx, &cfg, log)
-		if err != nil {
+		if devEnvironment, err = startDevChain(ctx, &cfg, log); err != nil {
 			return err
 		}
-		defer devStop()
+		defer devEnvironment.close()
 	}
 
 	box, err := secretBox(cfg, log)
@@ -105,6 +105,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 	}
 	defer st.Close()
 	log.Info("store ready", "dialect", string(st.Dialect()))
+	if devEnvironment != nil {
+		if err := devEnvironment.register(ctx, st); err != nil {
+			return err
+		}
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -271,9 +276,25 @@ func secretBox(cfg config.Config, log *slog.Logger) (*secrets.Box, error) {
 }
 
 func adminHandler(cfg config.Config, log *slog.Logger, st httpapi.AdminStore, reg *prometheus.Registry, plugins *pluginService, chains *chainService) http.Handler {
-	return httpapi.NewAdmin(httpapi.AdminConfig{
+	// The page calls the admin API in-process, and the API serves the page:
+	// api forwards to the handler built below.
+	var admin http.Handler
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { admin.ServeHTTP(w, r) })
+	ui, err := web.New(web.Config{API: api, Token: cfg.Admin.Token, Logger: log, SecureCookies: cfg.Admin.SecureCookies})
+	if err != nil { // only a broken build fails here; the API still runs
+		log.Error("admin page disabled", "err", err)
+		return httpapi.NewAdmin(httpapi.AdminConfig{
+			Store: st, DAOs: cfg.DAOs, Token: cfg.Admin.Token, Logger: log,
+			Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+			Routes:  append(plugins.AdminRoutes(), chains.AdminRoutes()...),
+		})
+	}
+	admin = httpapi.NewAdmin(httpapi.AdminConfig{
 		Store: st, DAOs: cfg.DAOs, Token: cfg.Admin.Token, Logger: log,
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-		Routes:  append(plugins.AdminRoutes(), chains.AdminRoutes()...),
+		Metrics:    promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Routes:     append(plugins.AdminRoutes(), chains.AdminRoutes()...),
+		UI:         ui,
+		Authorized: ui.Authorized,
 	})
+	return admin
 }
