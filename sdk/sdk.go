@@ -6,6 +6,12 @@
 // A plugin is a main package that registers its functions in init and has an
 // empty main:
 //
+//	import (
+//		"slices"
+//
+//		"github.com/govgate/govgate/sdk"
+//	)
+//
 //	type Config struct {
 //		DAOs []string `json:"daos"`
 //	}

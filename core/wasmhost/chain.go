@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,7 +115,12 @@ func (h *Host) RunChain(ctx context.Context, chain []Entry, n core.Notification,
 // notification out to any number of webhooks costs one call per step and
 // distinct (plugin, input body), carrying that step's distinct configs.
 // This relies on plugins being functions of their input, as the ABI
-// requires. A Batch is safe for concurrent use; RunAll batches best.
+// requires. Failures are remembered too (a plugin that loops would loop for
+// every webhook), except calls given up by their caller's context.
+//
+// A Batch is safe for concurrent use: workers that each Run one delivery of
+// the notification share the calls, a call under way being waited for. RunAll
+// batches best: it also puts the distinct configs of a step in one call.
 type Batch struct {
 	h    *Host
 	n    abi.Notification
@@ -134,6 +140,7 @@ type stepKey struct {
 }
 
 type stepOutcome struct {
+	done chan struct{} // closed once the fields below are set
 	res  abi.Result
 	err  error
 	dur  time.Duration
@@ -202,7 +209,7 @@ func (b *Batch) RunAll(ctx context.Context, chains [][]Entry) []Result {
 			case j.done:
 				continue
 			case err != nil:
-				j.apply(e, "", &stepOutcome{err: err}, false)
+				j.apply(e, "", &stepOutcome{err: err, done: closed}, false)
 				continue
 			}
 			if j.body < 0 {
@@ -224,6 +231,9 @@ func (b *Batch) RunAll(ctx context.Context, chains [][]Entry) []Result {
 			g.members = append(g.members, member{job: j, entry: e, config: k})
 		}
 		if len(order) == 0 {
+			if slices.ContainsFunc(jobs, func(j job) bool { return !j.done }) {
+				continue // only failed lookups this round: the chains go on
+			}
 			break
 		}
 		for _, g := range order {
@@ -255,7 +265,9 @@ type member struct {
 }
 
 // run answers a group's configs from the memo or, for those not in it, by
-// calling the plugin.
+// calling the plugin. A config already being answered by a concurrent Run
+// of the same Batch is waited for, not asked again, so that workers that
+// deliver one notification to many webhooks share the calls.
 func (b *Batch) run(ctx context.Context, g *group) []*stepOutcome {
 	outs := make([]*stepOutcome, len(g.configs))
 	var missing []int
@@ -266,11 +278,13 @@ func (b *Batch) run(ctx context.Context, g *group) []*stepOutcome {
 		b.memo[g.key] = memo
 	}
 	for i, c := range g.configs {
-		if o := memo[string(c)]; o != nil {
-			outs[i] = o
-		} else {
+		o := memo[string(c)]
+		if o == nil {
+			o = &stepOutcome{done: make(chan struct{})}
+			memo[string(c)] = o
 			missing = append(missing, i)
 		}
+		outs[i] = o
 	}
 	body := b.texts[g.key.body]
 	b.mu.Unlock()
@@ -288,19 +302,35 @@ func (b *Batch) run(ctx context.Context, g *group) []*stepOutcome {
 		if err != nil {
 			b.h.log.Warn("plugin call failed", "plugin", g.key.p.info.Name, "hook", g.key.hook, "configs", len(chunk), "err", err)
 		}
+		// A call given up by its caller says nothing about the plugin: it
+		// is not remembered, and the next Run asks again.
+		forget := err != nil && ctx.Err() != nil
 		b.mu.Lock()
 		for k, i := range chunk {
-			o := &stepOutcome{err: err, dur: dur, logs: logs}
+			o := outs[i]
+			o.err, o.dur, o.logs = err, dur, logs
 			if err == nil {
 				o.res = res[k]
 			}
-			outs[i] = o
-			memo[string(g.configs[i])] = o
+			if forget {
+				delete(memo, string(g.configs[i]))
+			}
+			close(o.done)
 		}
 		b.mu.Unlock()
 	}
+	for i, o := range outs {
+		select {
+		case <-o.done:
+		case <-ctx.Done():
+			outs[i] = &stepOutcome{err: fmt.Errorf("wait for a concurrent call: %w", ctx.Err()), done: closed}
+		}
+	}
 	return outs
 }
+
+// closed is a channel that is closed.
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // intern returns the number of a body, the same for equal bodies.
 func (b *Batch) intern(body []byte) int {

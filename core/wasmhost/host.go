@@ -270,7 +270,7 @@ func (h *Host) Load(ctx context.Context, wasm []byte) (Info, error) {
 	for _, s := range samples {
 		if !s.Passed {
 			p.retire()
-			return p.info, fmt.Errorf("load plugin %s: %w: %s", p.info.Name, ErrInvalidPlugin, s.Error)
+			return p.info, fmt.Errorf("load plugin %s: %s: %w", p.info.Name, s.Error, ErrInvalidPlugin)
 		}
 	}
 	if err := h.activate(p); err != nil {
@@ -402,7 +402,7 @@ func (h *Host) acquire(name string) (*plugin, error) {
 // and must activate or retire it.
 func (h *Host) prepare(ctx context.Context, wasm []byte) (*plugin, []SampleResult, error) {
 	if len(wasm) > MaxModuleBytes {
-		return nil, nil, fmt.Errorf("load plugin: %w: %d bytes, at most %d", ErrInvalidPlugin, len(wasm), MaxModuleBytes)
+		return nil, nil, fmt.Errorf("load plugin: %d bytes, at most %d: %w", len(wasm), MaxModuleBytes, ErrInvalidPlugin)
 	}
 	sum := sha256.Sum256(wasm)
 	compiled, err := h.rt.CompileModule(ctx, wasm)
@@ -423,7 +423,7 @@ func (h *Host) prepare(ctx context.Context, wasm []byte) (*plugin, []SampleResul
 	for _, hook := range meta.Hooks {
 		if compiled.ExportedFunctions()[hook.Export()] == nil {
 			p.retire()
-			return nil, nil, fmt.Errorf("check plugin %s: %w: declares hook %s but does not export %s", meta.Name, ErrInvalidPlugin, hook, hook.Export())
+			return nil, nil, fmt.Errorf("check plugin %s: declares hook %s but does not export %s: %w", meta.Name, hook, hook.Export(), ErrInvalidPlugin)
 		}
 	}
 	p.setMeta(meta)

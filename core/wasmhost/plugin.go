@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -365,33 +366,34 @@ func checkResult(hook abi.Hook, r abi.Result, maxBody int) error {
 }
 
 // describe turns a wazero error into one that says what the plugin did.
+// A Go plugin that dies (a panic in a goroutine, out of memory, deadlock)
+// traps on unreachable after writing why to stderr: the reason is taken from
+// there. wazero's wasm stack trace is left out: it is long and says little
+// to a plugin's user.
 func describe(parent context.Context, err error, timeout time.Duration, logs []string) error {
 	if perr := parent.Err(); perr != nil {
 		return fmt.Errorf("call abandoned: %w", perr)
+	}
+	var reason string
+	for _, l := range logs {
+		if i := strings.Index(l, "] "); i >= 0 && (strings.HasPrefix(l[i+2:], "panic: ") || strings.HasPrefix(l[i+2:], "fatal error: ")) {
+			reason = ": " + l[i+2:]
+			break
+		}
 	}
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
 		switch exit.ExitCode() {
 		case sys.ExitCodeDeadlineExceeded:
-			return fmt.Errorf("%w: still running after %s", ErrTimeout, timeout)
+			return fmt.Errorf("still running after %s: %w", timeout, ErrTimeout)
 		case sys.ExitCodeContextCanceled:
 			return fmt.Errorf("call canceled: %w", err)
 		}
-		msg := fmt.Sprintf("plugin exited with code %d", exit.ExitCode())
-		// A Go runtime says why it died on stderr: "fatal error: out of
-		// memory", "panic: ...".
-		for _, l := range logs {
-			if i := len("[warn] "); len(l) > i && (hasPrefix(l[i:], "panic: ") || hasPrefix(l[i:], "fatal error: ")) {
-				msg += ": " + l[i:]
-				break
-			}
-		}
-		return errors.New(msg)
+		return fmt.Errorf("plugin exited with code %d%s", exit.ExitCode(), reason)
 	}
-	return fmt.Errorf("plugin trapped: %w", err)
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return fmt.Errorf("plugin crashed%s (%s)", reason, msg)
 }
-
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
 // readMeta reads a plugin's metadata from a fresh instance.
 func (p *plugin) readMeta(ctx context.Context) (abi.Meta, error) {

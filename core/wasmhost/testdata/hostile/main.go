@@ -8,7 +8,6 @@ import (
 	"errors"
 	"os"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/govgate/govgate/sdk"
@@ -16,19 +15,11 @@ import (
 
 // Config picks the behaviour.
 type Config struct {
-	// Mode is one of: ok, parse, loop, bomb, panic, crash, exit, block,
-	// sleep, huge, log, error, clock.
+	// Mode is one of: ok, loop, bomb, panic, crash, exit, block, sleep,
+	// huge, log, error, clock.
 	Mode string `json:"mode"`
 	// Lines is how many lines mode "log" writes.
 	Lines int `json:"lines"`
-}
-
-type vote struct {
-	Voter      string `json:"voter"`
-	Support    int    `json:"support"`
-	Weight     string `json:"weight"`
-	Reason     string `json:"reason"`
-	ProposalID string `json:"proposalId"`
 }
 
 var hoard [][]byte
@@ -40,7 +31,7 @@ func misbehave(cfg Config, n sdk.Notification) {
 		}
 	case "bomb":
 		for {
-			hoard = append(hoard, make([]byte, 1<<20))
+			hoard = append(hoard, make([]byte, 4<<20))
 		}
 	case "panic":
 		panic("boom")
@@ -78,17 +69,11 @@ func init() {
 	sdk.Filter(func(n sdk.Notification, cfg Config) bool {
 		misbehave(cfg, n)
 		switch cfg.Mode {
-		case "parse":
-			var v vote
-			if err := json.Unmarshal(n.Data, &v); err != nil {
-				return false
-			}
-			return v.Weight != "" && v.Support == 1
 		case "clock":
 			// The wall clock is the call's start: it must not move.
 			a := time.Now()
 			time.Sleep(time.Millisecond)
-			return time.Now().Equal(a)
+			return time.Now().Round(0).Equal(a.Round(0))
 		}
 		return n.DAO != "blocked"
 	})
@@ -96,7 +81,7 @@ func init() {
 		misbehave(cfg, n)
 		switch cfg.Mode {
 		case "huge":
-			return sdk.Output{Body: []byte(strings.Repeat("x", 2<<20))}, nil
+			return sdk.Output{Body: make([]byte, 256<<10)}, nil
 		case "error":
 			return sdk.Output{}, errors.New("refusing")
 		}

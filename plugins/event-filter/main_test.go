@@ -1,0 +1,31 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/govgate/govgate/sdk"
+	"github.com/govgate/govgate/sdk/plugintest"
+)
+
+func voteOf(weight string) sdk.Notification {
+	return sdk.Notification{ID: "v", Type: sdk.TypeVoteCast, DAO: "ens", Data: json.RawMessage(`{"weight":` + weight + `}`)}
+}
+
+func TestPlugin(t *testing.T) {
+	// 2^256-1 and 2^255: beyond any machine integer.
+	const max = "115792089237316195423570985008687907853269984665640564039457584007913129639935"
+	const half = "57896044618658097711785492504343953926634992332820282019728792003956564819968"
+	plugintest.Run(t,
+		plugintest.Case{Name: "uint256 weights compare as numbers", Input: voteOf(`"` + max + `"`), Config: Config{MinVoteWeight: half}, Want: &plugintest.Want{Keep: true}},
+		plugintest.Case{Name: "just below", Input: voteOf(`"` + half[:len(half)-1] + `7"`), Config: Config{MinVoteWeight: half}, Want: &plugintest.Want{Keep: false}},
+		plugintest.Case{Name: "equal keeps", Input: voteOf(`"` + half + `"`), Config: Config{MinVoteWeight: half}, Want: &plugintest.Want{Keep: true}},
+		plugintest.Case{Name: "weight as a JSON number", Input: voteOf(`1000`), Config: Config{MinVoteWeight: "999"}, Want: &plugintest.Want{Keep: true}},
+		plugintest.Case{Name: "shorter string, larger number", Input: voteOf(`"900"`), Config: Config{MinVoteWeight: "1000"}, Want: &plugintest.Want{Keep: false}},
+		plugintest.Case{Name: "no types keeps every type", Input: sdk.Notification{ID: "p", Type: sdk.TypeProposalExecuted, DAO: "ens"}, Config: Config{MinVoteWeight: "5"}, Want: &plugintest.Want{Keep: true}},
+		plugintest.Case{Name: "weight over uint256 in the config", Input: voteOf(`"1"`), Config: Config{MinVoteWeight: max + "0"}, Want: &plugintest.Want{Error: "not a decimal uint256"}},
+		plugintest.Case{Name: "negative minimum", Input: voteOf(`"1"`), Config: Config{MinVoteWeight: "-1"}, Want: &plugintest.Want{Error: "not a decimal uint256"}},
+		plugintest.Case{Name: "vote without a weight", Input: voteOf(`null`), Config: Config{MinVoteWeight: "1"}, Want: &plugintest.Want{Error: "no weight"}},
+		plugintest.Case{Name: "weight in hex", Input: voteOf(`"0x10"`), Config: Config{MinVoteWeight: "1"}, Want: &plugintest.Want{Error: "decode vote"}},
+	)
+}

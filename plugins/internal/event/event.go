@@ -1,0 +1,208 @@
+// Package event turns a governance notification into the words and links
+// that chat plugins (slack, discord) show: a title, a one-line summary and
+// labelled fields. It decodes only the data fields it shows.
+package event
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"strings"
+
+	"github.com/govgate/govgate/sdk"
+)
+
+// Data holds the fields of a notification's data that the chat plugins
+// show. Numbers may come as JSON strings or numbers.
+type Data struct {
+	ProposalID  Text `json:"proposalId"`
+	Proposer    Text `json:"proposer"`
+	Title       Text `json:"title"`
+	Description Text `json:"description"`
+	Voter       Text `json:"voter"`
+	Support     Text `json:"support"`
+	Weight      Text `json:"weight"`
+	Reason      Text `json:"reason"`
+	ETA         Text `json:"eta"`
+	Deadline    Text `json:"deadline"`
+}
+
+// Text is a JSON string, number or boolean, kept as text.
+type Text string
+
+// UnmarshalJSON accepts any JSON scalar.
+func (t *Text) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("decode text: %w", err)
+		}
+		*t = Text(s)
+		return nil
+	}
+	if len(b) > 0 && (b[0] == '{' || b[0] == '[') {
+		return nil // not shown
+	}
+	if string(b) != "null" {
+		*t = Text(b)
+	}
+	return nil
+}
+
+// Field is a labelled value.
+type Field struct {
+	Name, Value string
+}
+
+// Message is what a chat message says about a notification.
+type Message struct {
+	Title   string
+	Summary string
+	Body    string // the proposal's description or the vote's reason
+	Fields  []Field
+	URL     string // link to the proposal, if a template was configured
+	Color   int    // 0xRRGGBB, by kind of event
+}
+
+// Options configure the wording.
+type Options struct {
+	// ProposalURL is a link template with {dao} and {proposalId}.
+	ProposalURL string
+	// WeightDecimals is the number of decimals of the voting token.
+	WeightDecimals int
+}
+
+// Describe decodes n's data and words it.
+func Describe(n sdk.Notification, o Options) (Message, error) {
+	var d Data
+	if len(n.Data) > 0 {
+		if err := json.Unmarshal(n.Data, &d); err != nil {
+			return Message{}, fmt.Errorf("decode data of %s: %w", n.Type, err)
+		}
+	}
+	id := string(d.ProposalID)
+	proposal := "Proposal " + Short(id)
+	if d.Title != "" {
+		proposal = string(d.Title)
+	} else if first, _, _ := strings.Cut(strings.TrimLeft(string(d.Description), "# "), "\n"); first != "" {
+		proposal = first
+	}
+	m := Message{Color: 0x5865F2}
+	if id != "" && o.ProposalURL != "" {
+		r := strings.NewReplacer("{dao}", n.DAO, "{proposalId}", id)
+		m.URL = r.Replace(o.ProposalURL)
+	}
+	switch n.Type {
+	case sdk.TypeProposalCreated:
+		m.Title = "New proposal: " + proposal
+		m.Summary = fmt.Sprintf("%s has a new proposal: %s", n.DAO, proposal)
+		m.Body = string(d.Description)
+		m.Color = 0x2EB67D
+		add(&m, "Proposer", string(d.Proposer))
+	case sdk.TypeVoteCast:
+		support := SupportLabel(string(d.Support))
+		weight := FormatUnits(string(d.Weight), o.WeightDecimals)
+		m.Title = fmt.Sprintf("Vote %s: %s", support, proposal)
+		m.Summary = fmt.Sprintf("%s voted %s on %s with %s votes", Short(string(d.Voter)), support, proposal, weight)
+		m.Body = string(d.Reason)
+		m.Color = map[string]int{"for": 0x2EB67D, "against": 0xE01E5A, "abstain": 0x9E9E9E}[support]
+		add(&m, "Voter", string(d.Voter))
+		add(&m, "Weight", weight)
+	case sdk.TypeProposalQueued, sdk.TypeProposalExecuted, sdk.TypeProposalCanceled, sdk.TypeProposalExtended:
+		verb := strings.TrimPrefix(n.Type, "proposal.")
+		m.Title = fmt.Sprintf("Proposal %s: %s", verb, proposal)
+		m.Summary = fmt.Sprintf("%s: %s was %s", n.DAO, proposal, verb)
+		if n.Type == sdk.TypeProposalCanceled {
+			m.Color = 0xE01E5A
+		}
+		add(&m, "ETA", string(d.ETA))
+		add(&m, "New deadline", string(d.Deadline))
+	case sdk.TypeTest:
+		m.Title = "Test notification"
+		m.Summary = fmt.Sprintf("Test notification from govgate for %s", n.DAO)
+	default:
+		m.Title = n.Type
+		m.Summary = fmt.Sprintf("%s on %s", n.Type, n.DAO)
+	}
+	add(&m, "DAO", n.DAO)
+	if id != "" {
+		add(&m, "Proposal ID", Short(id))
+	}
+	return m, nil
+}
+
+func add(m *Message, name, value string) {
+	if value != "" {
+		m.Fields = append(m.Fields, Field{name, value})
+	}
+}
+
+// SupportLabel names a Governor vote's support value.
+func SupportLabel(s string) string {
+	switch s {
+	case "0":
+		return "against"
+	case "1":
+		return "for"
+	case "2":
+		return "abstain"
+	}
+	if s == "" {
+		return "?"
+	}
+	return s
+}
+
+// Short shortens long identifiers (addresses, hashed proposal ids) to their
+// ends: 0x1b3c…a7c2.
+func Short(s string) string {
+	if len(s) <= 16 {
+		return s
+	}
+	return s[:6] + "…" + s[len(s)-4:]
+}
+
+// FormatUnits writes an integer amount of the token's smallest unit in
+// whole tokens with thousands separators and two decimals, as wallets do:
+// "1234567890123456789012345" with 18 decimals is "1,234,567.89". A value
+// that is not a decimal integer is returned as it is.
+func FormatUnits(v string, decimals int) string {
+	n, ok := new(big.Int).SetString(v, 10)
+	if !ok || decimals < 0 || decimals > 77 {
+		return v
+	}
+	scale := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(decimals)), nil)
+	whole, frac := new(big.Int).QuoRem(n, scale, new(big.Int))
+	out := group(whole.String())
+	if decimals == 0 {
+		return out
+	}
+	// Two decimals, truncated.
+	cents := new(big.Int).Div(new(big.Int).Mul(frac, big.NewInt(100)), scale)
+	return fmt.Sprintf("%s.%02d", out, cents.Int64())
+}
+
+func group(digits string) string {
+	neg := strings.HasPrefix(digits, "-")
+	digits = strings.TrimPrefix(digits, "-")
+	var b strings.Builder
+	for i, r := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// Truncate cuts s to at most n runes, marking the cut with an ellipsis.
+func Truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

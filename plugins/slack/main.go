@@ -1,0 +1,149 @@
+// Command slack is a govgate plugin that turns a governance notification
+// into a Slack incoming-webhook message: a fallback text and Block Kit
+// blocks (a header, the summary, the fields and the proposal's text or the
+// vote's reason).
+//
+// Build: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o slack.wasm .
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/govgate/govgate/plugins/internal/event"
+	"github.com/govgate/govgate/sdk"
+)
+
+// Config words the message.
+type Config struct {
+	// ProposalURL links the proposal: a template with {dao} and
+	// {proposalId}, such as https://www.tally.xyz/gov/{dao}/proposal/{proposalId}.
+	ProposalURL string `json:"proposalUrl"`
+	// WeightDecimals is the number of decimals of the voting token
+	// (default 18).
+	WeightDecimals *int `json:"weightDecimals"`
+}
+
+// Slack limits (https://api.slack.com/reference/block-kit/blocks).
+const (
+	maxHeader  = 150
+	maxSection = 3000
+	maxText    = 4000
+)
+
+type text struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type block struct {
+	Type      string  `json:"type"`
+	Text      *text   `json:"text,omitempty"`
+	Fields    []text  `json:"fields,omitempty"`
+	Elements  []text  `json:"elements,omitempty"`
+	Accessory *button `json:"accessory,omitempty"`
+}
+
+type button struct {
+	Type string `json:"type"`
+	Text text   `json:"text"`
+	URL  string `json:"url"`
+}
+
+type message struct {
+	Text   string  `json:"text"`
+	Blocks []block `json:"blocks"`
+}
+
+// escape escapes the three characters Slack's mrkdwn reserves.
+var escape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
+
+func render(n sdk.Notification, cfg Config) ([]byte, error) {
+	decimals := 18
+	if cfg.WeightDecimals != nil {
+		decimals = *cfg.WeightDecimals
+	}
+	m, err := event.Describe(n, event.Options{ProposalURL: cfg.ProposalURL, WeightDecimals: decimals})
+	if err != nil {
+		return nil, err
+	}
+	summary := &text{Type: "mrkdwn", Text: event.Truncate(escape(m.Summary), maxSection)}
+	section := block{Type: "section", Text: summary}
+	if m.URL != "" {
+		section.Accessory = &button{Type: "button", Text: text{Type: "plain_text", Text: "View proposal"}, URL: m.URL}
+	}
+	blocks := []block{
+		{Type: "header", Text: &text{Type: "plain_text", Text: event.Truncate(m.Title, maxHeader)}},
+		section,
+	}
+	if len(m.Fields) > 0 {
+		f := block{Type: "section"}
+		for _, x := range m.Fields[:min(len(m.Fields), 10)] {
+			f.Fields = append(f.Fields, text{Type: "mrkdwn", Text: event.Truncate(fmt.Sprintf("*%s*\n%s", x.Name, escape(x.Value)), 2000)})
+		}
+		blocks = append(blocks, f)
+	}
+	if body := strings.TrimSpace(m.Body); body != "" {
+		quoted := "> " + strings.ReplaceAll(escape(body), "\n", "\n> ")
+		blocks = append(blocks, block{Type: "section", Text: &text{Type: "mrkdwn", Text: event.Truncate(quoted, maxSection)}})
+	}
+	ctx := fmt.Sprintf("govgate · %s · %s", n.DAO, n.Type)
+	if !n.OccurredAt.IsZero() {
+		ctx += " · " + n.OccurredAt.UTC().Format(time.RFC3339)
+	}
+	blocks = append(blocks, block{Type: "context", Elements: []text{{Type: "mrkdwn", Text: escape(ctx)}}})
+	return marshal(message{Text: event.Truncate(m.Summary, maxText), Blocks: blocks})
+}
+
+// marshal encodes v without escaping <, > and & as \u003c...: Slack and
+// Discord read either, people reading deliveries read this one better.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode message: %w", err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+func init() {
+	sdk.Plugin(sdk.Meta{
+		Name:    "slack",
+		Version: "1.0.0",
+		ConfigSchema: json.RawMessage(`{
+			"type": "object",
+			"properties": {
+				"proposalUrl": {"type": "string", "description": "link template with {dao} and {proposalId}"},
+				"weightDecimals": {"type": "integer", "minimum": 0, "maximum": 77, "default": 18}
+			},
+			"additionalProperties": false
+		}`),
+		Samples: []sdk.Sample{{
+			Name: "test notification",
+			Input: sdk.Notification{
+				ID: "n1", Type: sdk.TypeTest, DAO: "uniswap",
+				OccurredAt: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), Data: json.RawMessage(`{}`),
+			},
+			ExpectKeep: true,
+			ExpectBody: []byte(`{"text":"Test notification from govgate for uniswap","blocks":[
+				{"type":"header","text":{"type":"plain_text","text":"Test notification"}},
+				{"type":"section","text":{"type":"mrkdwn","text":"Test notification from govgate for uniswap"}},
+				{"type":"section","fields":[{"type":"mrkdwn","text":"*DAO*\nuniswap"}]},
+				{"type":"context","elements":[{"type":"mrkdwn","text":"govgate · uniswap · test · 2025-03-01T12:00:00Z"}]}]}`),
+			ExpectContentType: "application/json",
+		}},
+	})
+	sdk.Transform(func(n sdk.Notification, _ []byte, cfg Config) (sdk.Output, error) {
+		body, err := render(n, cfg)
+		if err != nil {
+			return sdk.Output{}, err
+		}
+		return sdk.Output{Body: body, ContentType: "application/json"}, nil
+	})
+}
+
+func main() {}

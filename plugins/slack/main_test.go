@@ -1,0 +1,60 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/govgate/govgate/sdk"
+	"github.com/govgate/govgate/sdk/plugintest"
+)
+
+var vote = sdk.Notification{
+	ID: "n2", Type: sdk.TypeVoteCast, DAO: "uniswap",
+	OccurredAt: time.Date(2025, 3, 2, 9, 30, 0, 0, time.UTC),
+	Data: json.RawMessage(`{"voter":"0x1b3cb81e51011b549d78bf720b0d924ac763a7c2","support":1,
+		"weight":"1234567890123456789012345","reason":"Good for <everyone> & more","proposalId":"42"}`),
+}
+
+func TestPlugin(t *testing.T) {
+	plugintest.Run(t,
+		plugintest.Case{
+			Name: "vote with a link", Input: vote,
+			Config: Config{ProposalURL: "https://www.tally.xyz/gov/{dao}/proposal/{proposalId}"},
+			Want:   &plugintest.Want{Keep: true, ContentType: "application/json"},
+		},
+		plugintest.Case{
+			Name:  "proposal",
+			Input: sdk.Notification{ID: "n3", Type: sdk.TypeProposalCreated, DAO: "compound", Data: json.RawMessage(`{"proposalId":"7","proposer":"0xabc","description":"# Fund the grants\nDetails follow."}`)},
+			Want:  &plugintest.Want{Keep: true},
+		},
+		plugintest.Case{
+			Name:  "data that is not JSON",
+			Input: sdk.Notification{ID: "n4", Type: sdk.TypeVoteCast, DAO: "x", Data: json.RawMessage(`{"weight":`)},
+			Body:  []byte(`{}`),
+			Want:  &plugintest.Want{Error: "decode data"},
+		},
+		plugintest.Case{Name: "unknown config field", Input: vote, Config: json.RawMessage(`{"channel":"#gov"}`), Want: &plugintest.Want{Error: "unknown field"}},
+	)
+}
+
+func TestVoteMessage(t *testing.T) {
+	out, err := plugintest.Transform(vote, nil, Config{ProposalURL: "https://x.test/{dao}/{proposalId}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m message
+	if err := json.Unmarshal(out.Body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if want := "0x1b3c…a7c2 voted for on Proposal 42 with 1,234,567.89 votes"; m.Text != want {
+		t.Errorf("text = %q, want %q", m.Text, want)
+	}
+	if m.Blocks[1].Accessory == nil || m.Blocks[1].Accessory.URL != "https://x.test/uniswap/42" {
+		t.Errorf("no link to the proposal: %+v", m.Blocks[1])
+	}
+	if s := string(out.Body); !strings.Contains(s, `Good for &lt;everyone&gt; &amp; more`) {
+		t.Errorf("reason not escaped: %s", s)
+	}
+}

@@ -1,0 +1,472 @@
+// Package plugintest is the suite a plugin author runs on their plugin in
+// go test. Run checks the plugin that the package under test registers: it
+// runs the plugin's samples and the author's cases natively (calling the
+// registered functions directly) and compiled to wasm in the gateway's own
+// plugin host, and fails when a sample's expectation is not met or when the
+// two runs disagree. The wasm build is made with the go toolchain, once per
+// test binary.
+//
+//	func TestPlugin(t *testing.T) {
+//		plugintest.Run(t, plugintest.Case{
+//			Name:   "other DAO",
+//			Input:  sdk.Notification{Type: "vote.cast", DAO: "compound"},
+//			Config: Config{DAOs: []string{"uniswap"}},
+//			Want:   &plugintest.Want{Keep: false},
+//		})
+//	}
+//
+// A plugin must not read the wall clock to decide: in the host it stands
+// still at the start of each call, natively it does not.
+package plugintest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/govgate/govgate/core/wasmhost"
+	"github.com/govgate/govgate/sdk"
+	"github.com/govgate/govgate/sdk/abi"
+	"github.com/govgate/govgate/sdk/internal/guest"
+)
+
+// Case is one input to check beside the plugin's samples.
+type Case struct {
+	Name  string
+	Input sdk.Notification
+	// Config is marshaled with encoding/json: a Config value, or
+	// json.RawMessage for literal JSON.
+	Config any
+	// Body is the delivery body before the plugin; nil means the
+	// notification's JSON.
+	Body []byte
+	// ContentType of Body; "" means application/json.
+	ContentType string
+	// Want, when set, is the expected outcome; either way the native and
+	// wasm runs must agree.
+	Want *Want
+}
+
+// Want is the expected outcome of a case: what a one-entry chain with the
+// plugin makes of the delivery.
+type Want struct {
+	Keep bool
+	// Body, when not nil, is the expected body; JSON is compared by meaning.
+	Body []byte
+	// ContentType, when not "", is the expected content type.
+	ContentType string
+	// Error, when not "", is a substring of the error the plugin must
+	// return (the delivery is then dropped: Keep must be false).
+	Error string
+}
+
+// Run checks the plugin registered by the package under test (the current
+// directory, as go test runs it).
+func Run(t *testing.T, cases ...Case) {
+	t.Helper()
+	RunDir(t, ".", cases...)
+}
+
+// RunDir is Run for the plugin package in dir, which must be the package
+// under test: its init has registered the functions the native run calls.
+func RunDir(t *testing.T, dir string, cases ...Case) {
+	t.Helper()
+	meta := guest.Meta()
+	if err := meta.Validate(); err != nil {
+		t.Fatalf("plugin metadata: %v (does the package call sdk.Plugin and sdk.Filter or sdk.Transform in init?)", err)
+	}
+	restore := guest.SetLogSink(func(level abi.Level, msg string) { t.Logf("plugin log: [%s] %s", level, msg) })
+	defer guest.SetLogSink(restore)
+
+	all, err := inputs(meta, cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range all {
+		if in.check == nil {
+			continue
+		}
+		o := apply(meta.Hooks, in, nativeCall)
+		if err := in.check(o); err != nil {
+			t.Errorf("native: %v", err)
+		}
+	}
+
+	h := newHost(t)
+	info, err := h.Load(context.Background(), Build(t, dir))
+	if err != nil {
+		t.Fatalf("wasm: %v", err)
+	}
+	if info.Name != meta.Name || info.Version != meta.Version || strings.Join(info.Hooks, ",") != hookList(meta.Hooks) {
+		t.Errorf("wasm: loaded %s %s %v, natively %s %s %v", info.Name, info.Version, info.Hooks, meta.Name, meta.Version, meta.Hooks)
+	}
+	wasmCall := func(hook abi.Hook, in abi.Input) ([]abi.Result, error) {
+		res, logs, err := h.Call(context.Background(), info.Name, hook, in)
+		for _, l := range logs {
+			t.Logf("wasm plugin log: %s", l)
+		}
+		return res, err
+	}
+	for _, in := range all {
+		for _, hook := range meta.Hooks {
+			one := in.abi(nil)
+			native, nerr := nativeCall(hook, one)
+			wasm, werr := wasmCall(hook, one)
+			if d := diff(native, nerr, wasm, werr); d != "" {
+				t.Errorf("%s, %s: native and wasm disagree: %s", in.name, hook, d)
+			}
+		}
+		if in.check != nil {
+			if err := in.check(apply(meta.Hooks, in, wasmCall)); err != nil {
+				t.Errorf("wasm: %v", err)
+			}
+		}
+	}
+	checkBatch(t, meta.Hooks, all, wasmCall)
+}
+
+// checkBatch calls each hook once with the configs of every input on the
+// first input's notification, as the gateway batches webhooks, and checks
+// that the answers are those of one call per config.
+func checkBatch(t *testing.T, hooks []abi.Hook, all []input, call func(abi.Hook, abi.Input) ([]abi.Result, error)) {
+	t.Helper()
+	if len(all) < 2 {
+		return
+	}
+	var configs []json.RawMessage
+	for _, in := range all {
+		configs = append(configs, in.config)
+	}
+	for _, hook := range hooks {
+		batched, err := call(hook, all[0].abi(configs))
+		if err != nil {
+			t.Errorf("batched %s call: %v", hook, err)
+			continue
+		}
+		for i, c := range configs {
+			single, err := call(hook, all[0].abi([]json.RawMessage{c}))
+			if d := diff(single, err, batched[i:i+1], nil); d != "" {
+				t.Errorf("%s with the config of %s: a batched call answers differently from a single one: %s", hook, all[i].name, d)
+			}
+		}
+	}
+}
+
+// input is a sample or a case, ready to run.
+type input struct {
+	name        string
+	n           abi.Notification
+	body        []byte
+	contentType string
+	config      json.RawMessage
+	check       func(outcome) error
+}
+
+func (in input) abi(configs []json.RawMessage) abi.Input {
+	if configs == nil {
+		configs = []json.RawMessage{in.config}
+	}
+	return abi.Input{Notification: in.n, Body: in.body, ContentType: in.contentType, Configs: configs}
+}
+
+func inputs(meta abi.Meta, cases []Case) ([]input, error) {
+	var out []input
+	for _, s := range meta.Samples {
+		body, err := s.InputBody()
+		if err != nil {
+			return nil, err
+		}
+		s := s
+		out = append(out, input{
+			name: "sample " + s.Name, n: s.Input, body: body, contentType: abi.DefaultContentType, config: s.Config,
+			check: func(o outcome) error {
+				if o.err != nil {
+					return fmt.Errorf("sample %q: %w", s.Name, o.err)
+				}
+				return s.Check(o.keep, o.body, o.contentType)
+			},
+		})
+	}
+	for i, c := range cases {
+		name := c.Name
+		if name == "" {
+			name = fmt.Sprintf("case %d", i)
+		}
+		cfg, err := marshalConfig(c.Config)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		body := c.Body
+		if body == nil {
+			if body, err = json.Marshal(c.Input); err != nil {
+				return nil, fmt.Errorf("%s: marshal input: %w", name, err)
+			}
+		}
+		ct := c.ContentType
+		if ct == "" {
+			ct = abi.DefaultContentType
+		}
+		in := input{name: name, n: c.Input, body: body, contentType: ct, config: cfg}
+		if w := c.Want; w != nil {
+			in.check = func(o outcome) error { return w.check(name, o) }
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+func (w *Want) check(name string, o outcome) error {
+	if w.Error != "" {
+		if o.err == nil || !strings.Contains(o.err.Error(), w.Error) {
+			return fmt.Errorf("%s: error %v, want one with %q", name, o.err, w.Error)
+		}
+		return nil
+	}
+	switch {
+	case o.err != nil:
+		return fmt.Errorf("%s: %w", name, o.err)
+	case o.keep != w.Keep:
+		return fmt.Errorf("%s: keep is %t, want %t", name, o.keep, w.Keep)
+	case !o.keep:
+		return nil
+	case w.Body != nil && !abi.SameBody(w.Body, o.body):
+		return fmt.Errorf("%s: body is %s, want %s", name, o.body, w.Body)
+	case w.ContentType != "" && w.ContentType != o.contentType:
+		return fmt.Errorf("%s: content type is %q, want %q", name, o.contentType, w.ContentType)
+	}
+	return nil
+}
+
+type outcome struct {
+	keep        bool
+	body        []byte
+	contentType string
+	err         error
+}
+
+// apply runs the plugin's hooks on one delivery as a one-entry chain does.
+func apply(hooks []abi.Hook, in input, call func(abi.Hook, abi.Input) ([]abi.Result, error)) outcome {
+	o := outcome{keep: true, body: in.body, contentType: in.contentType}
+	for _, hook := range []abi.Hook{abi.HookFilter, abi.HookTransform} {
+		if !hasHook(hooks, hook) {
+			continue
+		}
+		cur := in
+		cur.body, cur.contentType = o.body, o.contentType
+		res, err := call(hook, cur.abi(nil))
+		if err != nil {
+			o.err = fmt.Errorf("%s: %w", hook, err)
+			return o
+		}
+		switch r := res[0]; r.Status {
+		case abi.StatusError:
+			o.keep, o.err = false, fmt.Errorf("%s: %s", hook, r.Message)
+			return o
+		case abi.StatusDrop:
+			o.keep = false
+			return o
+		case abi.StatusBody:
+			o.body = r.Body
+			if r.ContentType != "" {
+				o.contentType = r.ContentType
+			}
+		}
+	}
+	return o
+}
+
+func nativeCall(hook abi.Hook, in abi.Input) ([]abi.Result, error) {
+	out := guest.Handle(hook, abi.AppendInput(nil, &in))
+	return abi.DecodeResults(out, len(in.Configs))
+}
+
+// diff describes how two answers differ, or returns "".
+func diff(a []abi.Result, aerr error, b []abi.Result, berr error) string {
+	if aerr != nil || berr != nil {
+		if (aerr == nil) != (berr == nil) {
+			return fmt.Sprintf("native error %v, wasm error %v", aerr, berr)
+		}
+		return ""
+	}
+	if len(a) != len(b) {
+		return fmt.Sprintf("%d results and %d", len(a), len(b))
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Status != y.Status || x.Message != y.Message || x.ContentType != y.ContentType || !bytes.Equal(x.Body, y.Body) {
+			return fmt.Sprintf("%s %q %q %.200q and %s %q %q %.200q",
+				x.Status, x.Message, x.ContentType, x.Body, y.Status, y.Message, y.ContentType, y.Body)
+		}
+	}
+	return ""
+}
+
+func hasHook(hooks []abi.Hook, h abi.Hook) bool {
+	for _, x := range hooks {
+		if x == h {
+			return true
+		}
+	}
+	return false
+}
+
+func hookList(hooks []abi.Hook) string {
+	s := make([]string, len(hooks))
+	for i, h := range hooks {
+		s[i] = string(h)
+	}
+	return strings.Join(s, ",")
+}
+
+func marshalConfig(c any) (json.RawMessage, error) {
+	switch c := c.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return c, nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("marshal config: %w", err)
+	}
+	return b, nil
+}
+
+// Filter calls the registered filter natively, for unit tests and examples.
+func Filter(n sdk.Notification, cfg any) (keep bool, err error) {
+	r, err := callNative(abi.HookFilter, n, nil, cfg)
+	if err != nil {
+		return false, err
+	}
+	return r.Status == abi.StatusKeep, nil
+}
+
+// Transform calls the registered transform natively on body, for unit tests
+// and examples. An Output with a nil Body means the body is unchanged.
+func Transform(n sdk.Notification, body []byte, cfg any) (sdk.Output, error) {
+	r, err := callNative(abi.HookTransform, n, body, cfg)
+	if err != nil {
+		return sdk.Output{}, err
+	}
+	return sdk.Output{Body: r.Body, ContentType: r.ContentType}, nil
+}
+
+func callNative(hook abi.Hook, n sdk.Notification, body []byte, cfg any) (abi.Result, error) {
+	c, err := marshalConfig(cfg)
+	if err != nil {
+		return abi.Result{}, err
+	}
+	res, err := nativeCall(hook, abi.Input{Notification: n, Body: body, ContentType: abi.DefaultContentType, Configs: []json.RawMessage{c}})
+	if err != nil {
+		return abi.Result{}, err
+	}
+	if res[0].Status == abi.StatusError {
+		return res[0], fmt.Errorf("%s: %s", hook, res[0].Message)
+	}
+	return res[0], nil
+}
+
+// CheckWasm checks a plugin given as a wasm binary, in any language: it
+// loads it in a plugin host, which runs its samples, then runs the cases and
+// checks those with a Want.
+func CheckWasm(t *testing.T, wasm []byte, cases ...Case) {
+	t.Helper()
+	h := newHost(t)
+	info, err := h.Load(context.Background(), wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := abi.Meta{Name: info.Name}
+	for _, hk := range info.Hooks {
+		meta.Hooks = append(meta.Hooks, abi.Hook(hk))
+	}
+	all, err := inputs(meta, cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(hook abi.Hook, in abi.Input) ([]abi.Result, error) {
+		res, _, err := h.Call(context.Background(), info.Name, hook, in)
+		return res, err
+	}
+	for _, in := range all {
+		o := apply(meta.Hooks, in, call)
+		if in.check != nil {
+			if err := in.check(o); err != nil {
+				t.Error(err)
+			}
+		} else if o.err != nil {
+			t.Errorf("%s: %v", in.name, o.err)
+		}
+	}
+	checkBatch(t, meta.Hooks, all, call)
+}
+
+var (
+	cacheOnce sync.Once
+	cacheDir  string
+)
+
+func newHost(t *testing.T) *wasmhost.Host {
+	t.Helper()
+	cacheOnce.Do(func() {
+		// Shared by the test binaries of one machine: compiling a Go
+		// plugin takes a second, loading it from the cache a tenth.
+		cacheDir = filepath.Join(os.TempDir(), "govgate-plugintest-cache")
+	})
+	h, err := wasmhost.New(context.Background(), wasmhost.Config{
+		CacheDir: cacheDir,
+		// Generous: go test may run on a busy machine, and this suite
+		// checks answers, not speed.
+		CallTimeout: 10 * time.Second,
+		PoolSize:    1,
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(context.Background()) })
+	return h
+}
+
+var (
+	buildMu sync.Mutex
+	builds  = map[string][]byte{}
+)
+
+// Build compiles the Go plugin package in dir to a WASI reactor, as
+// plugins/build.sh does, once per test binary, and returns the wasm binary.
+func Build(tb testing.TB, dir string) []byte {
+	tb.Helper()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if b := builds[abs]; b != nil {
+		return b
+	}
+	out := filepath.Join(tb.TempDir(), "plugin.wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", out, ".")
+	cmd.Dir = abs
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("build %s for wasm: %v\n%s", dir, err, msg)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	builds[abs] = b
+	return b
+}
