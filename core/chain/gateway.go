@@ -184,7 +184,7 @@ func (g *Gateway) HeaderByNumber(ctx context.Context, number *big.Int) (*types.H
 // BlockStamp returns the number, hash (as the upstream reports it) and
 // timestamp of block number, or of the latest block when number is nil. It
 // returns ethereum.NotFound for a block the upstream does not have.
-func (g *Gateway) BlockStamp(ctx context.Context, number *big.Int) (num uint64, hash common.Hash, time uint64, err error) {
+func (g *Gateway) BlockStamp(ctx context.Context, number *big.Int) (num uint64, hash common.Hash, timestamp uint64, err error) {
 	tag := "latest"
 	if number != nil {
 		tag = hexutil.EncodeBig(number)

@@ -109,19 +109,20 @@ var (
 		[]string{"chain", "upstream", "url"}, nil)
 )
 
-// Collector returns a collector that reports the breakers of g at scrape time.
+// Collector returns a collector that reports the gateway's breakers at
+// scrape time. It describes no metrics up front (an unchecked collector),
+// so the collectors of several gateways register side by side; their series
+// differ by chain.
 func (g *Gateway) Collector() prometheus.Collector { return gatewayCollector{g} }
 
 type gatewayCollector struct{ g *Gateway }
 
-func (c gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- breakerStateDesc
-	ch <- breakerFailuresDesc
-}
+func (c gatewayCollector) Describe(chan<- *prometheus.Desc) {}
 
 func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
-	chain := strconv.FormatUint(c.g.cfg.ID, 10)
-	for i, s := range c.g.Status() {
+	g := c.g
+	chain := strconv.FormatUint(g.cfg.ID, 10)
+	for i, s := range g.Status() {
 		v := 0.0
 		switch s.State {
 		case StateHalfOpen:

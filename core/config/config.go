@@ -167,6 +167,7 @@ const (
 	EnvDeliveryTimeout    = "GOVGATE_DELIVERY_TIMEOUT"
 	EnvDeliveryWorkers    = "GOVGATE_DELIVERY_WORKERS"
 	EnvDeliverySchedule   = "GOVGATE_DELIVERY_SCHEDULE"
+	EnvAdminSecureCookies = "GOVGATE_ADMIN_SECURE_COOKIES"
 	EnvLogLevel           = "GOVGATE_LOG_LEVEL"
 	EnvLogFormat          = "GOVGATE_LOG_FORMAT"
 	EnvPluginsDir         = "GOVGATE_PLUGINS_DIR"

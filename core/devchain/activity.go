@@ -58,11 +58,14 @@ var scenes = []scene{
 }
 
 // Lifecycle runs one proposal from creation to execution: account 1
-// proposes; accounts 2, 3 and 1 vote against, for and abstain, with reasons.
+// proposes; account 2 votes against and 3 for, with reasons, then 0 for and
+// 1 abstains without.
 // With late set (OpenZeppelin only), quorum is reached in the last block of
 // voting, which extends the deadline (ProposalExtended), and the abstention
 // carries params (VoteCastWithParams).
 func (c *Chain) Lifecycle(ctx context.Context, d *Deployment, round int, late bool) error {
+	c.scene.Lock()
+	defer c.scene.Unlock()
 	p, err := c.Propose(ctx, d, 1, fmt.Sprintf("# Dev proposal %d\n\nStore %d in the box.", round, round), uint64(round))
 	if err != nil {
 		return err
@@ -80,6 +83,9 @@ func (c *Chain) Lifecycle(ctx context.Context, d *Deployment, round int, late bo
 		}
 	}
 	if _, err := c.Vote(ctx, p, 3, For, "ship it"); err != nil {
+		return err
+	}
+	if _, err := c.Vote(ctx, p, 0, For, ""); err != nil {
 		return err
 	}
 	if late && d.Kind == core.KindOZGovernor {
@@ -103,6 +109,8 @@ func (c *Chain) Lifecycle(ctx context.Context, d *Deployment, round int, late bo
 }
 
 func (c *Chain) proposeAndCancel(ctx context.Context, d *Deployment, round int) error {
+	c.scene.Lock()
+	defer c.scene.Unlock()
 	p, err := c.Propose(ctx, d, 2, fmt.Sprintf("Dev proposal %d, withdrawn", round), uint64(round))
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
 	"github.com/ethereum/go-ethereum/common"
@@ -109,11 +110,16 @@ func (c *Chain) deployLocked(ctx context.Context, name string, args ...any) (com
 	if err != nil {
 		return common.Address{}, 0, fmt.Errorf("%s: pack constructor: %w", name, err)
 	}
-	addr, tx, err := bind.DeployContract(c.txOpts(ctx, 0), a.Bytecode, c.client, input)
+	opts := c.txOpts(ctx, 0)
+	if opts.Nonce, err = c.nextNonce(ctx, 0); err != nil {
+		return common.Address{}, 0, fmt.Errorf("%s: %w", name, err)
+	}
+	addr, tx, err := bind.DeployContract(opts, a.Bytecode, c.client, input)
 	if err != nil {
 		return common.Address{}, 0, fmt.Errorf("%s: %w", name, err)
 	}
-	c.backend.Commit()
+	c.unsealed[0] = tx.Nonce() + 1
+	c.commitLocked()
 	r, err := c.receipt(ctx, tx)
 	if err != nil {
 		return common.Address{}, 0, fmt.Errorf("%s: %w", name, err)
@@ -122,13 +128,41 @@ func (c *Chain) deployLocked(ctx context.Context, name string, args ...any) (com
 }
 
 // send signs and sends a call from account from without sealing a block.
+// The gas limit is the estimate (whose failure carries the revert reason)
+// with a margin: the transaction runs one block later than the estimate,
+// where a deadline extension or a checkpoint write can cost more.
 func (c *Chain) send(ctx context.Context, from int, name string, to common.Address, method string, args ...any) (*types.Transaction, error) {
-	tx, err := c.bound(name, to).Transact(c.txOpts(ctx, from), method, args...)
+	return c.sendGas(ctx, from, 0, name, to, method, args...)
+}
+
+// sendGas is send with a fixed gas limit, or the estimate for gas 0.
+func (c *Chain) sendGas(ctx context.Context, from int, gas uint64, name string, to common.Address, method string, args ...any) (*types.Transaction, error) {
+	data, err := mustArtifact(name).ABI.Pack(method, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s.%s: pack: %w", name, method, err)
+	}
+	if gas == 0 {
+		est, err := c.client.EstimateGas(ctx, ethereum.CallMsg{From: c.addrs[from], To: &to, Data: data})
+		if err != nil {
+			return nil, fmt.Errorf("%s.%s: %w", name, method, err)
+		}
+		gas = min(est*3/2+50_000, maxTxGas)
+	}
+	opts := c.txOpts(ctx, from)
+	opts.GasLimit = gas
+	if opts.Nonce, err = c.nextNonce(ctx, from); err != nil {
+		return nil, fmt.Errorf("%s.%s: %w", name, method, err)
+	}
+	tx, err := c.bound(name, to).RawTransact(opts, data)
 	if err != nil {
 		return nil, fmt.Errorf("%s.%s: %w", name, method, err)
 	}
+	c.unsealed[from] = tx.Nonce() + 1
 	return tx, nil
 }
+
+// maxTxGas is the gas cap of one transaction since Osaka (EIP-7825).
+const maxTxGas = 1 << 24
 
 // transact sends a call, seals it in a block and returns its receipt.
 func (c *Chain) transact(ctx context.Context, from int, name string, to common.Address, method string, args ...any) (*types.Receipt, error) {
@@ -142,12 +176,24 @@ func (c *Chain) transactLocked(ctx context.Context, from int, name string, to co
 	if err != nil {
 		return nil, err
 	}
-	c.backend.Commit()
+	c.commitLocked()
 	r, err := c.receipt(ctx, tx)
 	if err != nil {
 		return nil, fmt.Errorf("%s.%s: %w", name, method, err)
 	}
 	return r, nil
+}
+
+// nextNonce is account from's next nonce; c.mu is held.
+func (c *Chain) nextNonce(ctx context.Context, from int) (*big.Int, error) {
+	if next, ok := c.unsealed[from]; ok {
+		return new(big.Int).SetUint64(next), nil
+	}
+	n, err := c.client.NonceAt(ctx, c.addrs[from], nil)
+	if err != nil {
+		return nil, fmt.Errorf("nonce: %w", err)
+	}
+	return new(big.Int).SetUint64(n), nil
 }
 
 func (c *Chain) receipt(ctx context.Context, tx *types.Transaction) (*types.Receipt, error) {
@@ -217,13 +263,13 @@ func (c *Chain) deploy(ctx context.Context) error {
 			return err
 		}
 	}
-	c.backend.Commit()
+	c.commitLocked()
 	for i := range c.addrs {
 		if _, err := c.send(ctx, i, "GovToken", token, "delegate", c.addrs[i]); err != nil {
 			return err
 		}
 	}
-	c.backend.Commit()
+	c.commitLocked()
 
 	c.OZ = &Deployment{
 		Slug: "dev-oz", Name: "Devchain OpenZeppelin Governor", Kind: core.KindOZGovernor,

@@ -45,7 +45,9 @@ type Options struct {
 	// Addr is where JSON-RPC is served; default "127.0.0.1:0" (any free port).
 	Addr string
 	// BlockTime, when positive, seals a block that often even without
-	// transactions, so that the head moves as on a live chain.
+	// transactions, so that the head moves as on a live chain. Such blocks
+	// may land between two helper calls (Propose, Vote, …); Lifecycle and
+	// RunActivity pause them while they run.
 	BlockTime time.Duration
 	// Accounts is how many funded dev accounts to create (default 10, at
 	// least 4). Account 0 deploys; every account holds and self-delegates the
@@ -68,6 +70,14 @@ type Chain struct {
 	signer  types.Signer
 
 	mu sync.Mutex // serialises sending, sealing, forking and time jumps
+	// scene is held by a scripted scene (Lifecycle, the activity) to pause
+	// BlockTime sealing, whose extra blocks could close a voting window
+	// between two of its steps.
+	scene sync.Mutex
+	// unsealed is, for each account that sent transactions since the last
+	// block, the nonce after its last one. The pool updates its pending
+	// nonces asynchronously, so the chain keeps its own count.
+	unsealed map[int]uint64
 
 	OZ    *Deployment // the OpenZeppelin Governor DAO
 	Bravo *Deployment // the GovernorBravo-compatible DAO
@@ -107,7 +117,7 @@ func (d *Deployment) DAO() core.DAO {
 // Governance parameters of the deployed DAOs.
 const (
 	votingDelay         = 1  // blocks
-	votingPeriod        = 5  // blocks
+	votingPeriod        = 10 // blocks
 	lateQuorumExtension = 3  // blocks
 	quorumPercent       = 4  // of the token supply
 	timelockDelay       = 60 // seconds
@@ -131,7 +141,7 @@ func Start(ctx context.Context, opts Options) (*Chain, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c := &Chain{log: opts.Logger, stop: make(chan struct{})}
+	c := &Chain{log: opts.Logger, stop: make(chan struct{}), unsealed: map[int]uint64{}}
 	alloc := types.GenesisAlloc{}
 	for i := range opts.Accounts {
 		key := DevKey(i)
@@ -199,6 +209,11 @@ func newBackend(alloc types.GenesisAlloc, host string, port int, gasLimit uint64
 	}()
 	options := []func(*node.Config, *ethconfig.Config){
 		func(nc *node.Config, ec *ethconfig.Config) {
+			// Run the forks that mainnet runs (through Osaka), not the ones
+			// still in development, whose gas schedule differs.
+			cfg := *ec.Genesis.Config
+			cfg.BogotaTime = nil
+			ec.Genesis.Config = &cfg
 			nc.HTTPHost = host
 			nc.HTTPPort = port
 			nc.HTTPModules = []string{"eth", "net", "web3"}
@@ -257,7 +272,9 @@ func (c *Chain) autoMine(every time.Duration) {
 		case <-c.stop:
 			return
 		case <-t.C:
+			c.scene.Lock()
 			c.Commit()
+			c.scene.Unlock()
 		}
 	}
 }
@@ -278,15 +295,41 @@ func (c *Chain) Accounts() []common.Address { return append([]common.Address(nil
 func (c *Chain) Commit() common.Hash {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.backend.Commit()
+	return c.commitLocked()
+}
+
+// commitLocked seals a block with every transaction sent since the last
+// one; c.mu is held. The pool promotes transactions in the background, so
+// one that arrives late is sealed in a further block.
+func (c *Chain) commitLocked() common.Hash {
+	defer clear(c.unsealed)
+	for try := 0; ; try++ {
+		h := c.backend.Commit()
+		if try == 10 || c.allSealed() {
+			return h
+		}
+	}
+}
+
+func (c *Chain) allSealed() bool {
+	for from, want := range c.unsealed {
+		n, err := c.client.NonceAt(context.Background(), c.addrs[from], nil)
+		if err != nil || n < want {
+			return false
+		}
+	}
+	return true
 }
 
 // Fork makes parent the head, dropping every block above it; the blocks
-// committed next form the new canonical chain. It fails while transactions
-// are pending.
+// committed next form the new canonical chain. As on a live chain, the
+// transactions of the dropped blocks go back to the pool and the next
+// Commit may seal them again: send new transactions from other accounts,
+// or after a Commit. It fails while transactions are pending.
 func (c *Chain) Fork(parent common.Hash) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	clear(c.unsealed)
 	return c.backend.Fork(parent)
 }
 

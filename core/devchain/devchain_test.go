@@ -2,6 +2,7 @@ package devchain
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -107,7 +108,7 @@ func TestCastVotesBySig(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	rs, err := c.CastVotesBySig(ctx, p, 450, func(i int) uint8 { return uint8(i % 3) })
+	rs, err := c.CastVotesBySig(ctx, p, 0, 450, func(i int) uint8 { return uint8(i % 3) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,4 +121,37 @@ func TestCastVotesBySig(t *testing.T) {
 		t.Fatalf("%d logs, want 450", n)
 	}
 	t.Logf("450 signed ballots in %v", time.Since(start))
+}
+
+func TestRunActivity(t *testing.T) {
+	c, err := Start(context.Background(), Options{Accounts: 4, BlockTime: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := c.RunActivity(ctx, 20*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("activity ended with %v", err)
+	}
+	seen := map[string]int{}
+	for _, d := range []*Deployment{c.OZ, c.Bravo} {
+		logs, err := c.Client().FilterLogs(context.Background(), ethereum.FilterQuery{Addresses: []common.Address{d.Governor}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gov := mustArtifact(d.contract()).ABI
+		for _, l := range logs {
+			if ev, err := gov.EventByID(l.Topics[0]); err == nil {
+				seen[d.Slug+" "+ev.Name]++
+			}
+		}
+	}
+	for _, k := range []string{"dev-oz ProposalCreated", "dev-oz VoteCast", "dev-oz ProposalQueued", "dev-oz ProposalExecuted",
+		"dev-oz ProposalCanceled", "dev-oz ProposalExtended", "dev-oz VoteCastWithParams",
+		"dev-bravo ProposalCreated", "dev-bravo VoteCast", "dev-bravo ProposalExecuted", "dev-bravo ProposalCanceled"} {
+		if seen[k] == 0 {
+			t.Errorf("no %s in %v", k, seen)
+		}
+	}
 }

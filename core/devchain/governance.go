@@ -99,9 +99,10 @@ func (c *Chain) Propose(ctx context.Context, d *Deployment, proposer int, descri
 	return nil, errors.New("propose: no ProposalCreated event")
 }
 
-// OpenVoting seals blocks until a vote sent next lands inside the voting window.
+// OpenVoting seals blocks until voting on p is open at the head (so that a
+// vote's gas estimate, which runs at the head, passes too).
 func (c *Chain) OpenVoting(ctx context.Context, p *Proposal) error {
-	return c.MineTo(ctx, p.VoteStart)
+	return c.MineTo(ctx, p.VoteStart+1)
 }
 
 // Vote casts account voter's vote, with a reason when reason is not empty.
@@ -139,7 +140,7 @@ func (c *Chain) CloseVoting(ctx context.Context, p *Proposal) error {
 	if err != nil {
 		return err
 	}
-	return c.MineTo(ctx, end)
+	return c.MineTo(ctx, end+1)
 }
 
 // Queue queues a succeeded proposal in its timelock.

@@ -13,7 +13,7 @@ import (
 // background: body is the JSON snapshot, status its HTTP status. ok is false
 // for an unknown DAO.
 type HealthSource interface {
-	HealthJSON(dao string) (body []byte, status int, ok bool)
+	JSON(dao string) (body []byte, status int, ok bool)
 }
 
 // APIConfig configures NewAPI.
@@ -48,7 +48,7 @@ func NewAPI(cfg APIConfig) http.Handler {
 			writeError(c, log, core.Errorf(core.ECodeUnavailable, "health is not available yet"))
 			return
 		}
-		body, status, ok := cfg.Health.HealthJSON(slug)
+		body, status, ok := cfg.Health.JSON(slug)
 		if !ok {
 			writeError(c, log, core.Errorf(core.ECodeUnavailable, "health of %q is not computed yet; retry in a second", slug))
 			return

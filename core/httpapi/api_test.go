@@ -16,7 +16,7 @@ import (
 // were not computed yet.
 type healthSource struct{}
 
-func (healthSource) HealthJSON(dao string) ([]byte, int, bool) {
+func (healthSource) JSON(dao string) ([]byte, int, bool) {
 	if dao == "uniswap" {
 		return []byte(`{"status": "degraded", "database": {"ok": true}}`), http.StatusServiceUnavailable, true
 	}

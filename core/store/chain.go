@@ -51,9 +51,10 @@ type proposalRow struct {
 	ETA          uint64 `gorm:"column:eta"`
 	CreatedBlock uint64
 	CreatedTx    string
-	CreatedAt    time.Time
+	// Block times, not row times: GORM must not stamp them.
+	CreatedAt    time.Time `gorm:"autoCreateTime:false"`
 	UpdatedBlock uint64
-	UpdatedAt    time.Time
+	UpdatedAt    time.Time `gorm:"autoUpdateTime:false"`
 }
 
 func (proposalRow) TableName() string { return "proposals" }

@@ -67,7 +67,7 @@ func TestIndexBatchesAndRollback(t *testing.T) {
 			t.Fatal(err)
 		}
 		p, _, _ = s.Proposal(ctx, "dao-a", "1")
-		if p.ForVotes != "0" || p.UpdatedBlock != 5 {
+		if p.ForVotes != "0" || p.UpdatedBlock != 5 || !p.UpdatedAt.Equal(time.Unix(1005, 0)) {
 			t.Fatalf("after rollback %+v", p)
 		}
 		votes, _, _ = s.ListVotes(ctx, "dao-a", "1", core.Page{})

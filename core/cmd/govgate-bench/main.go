@@ -10,11 +10,13 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"github.com/gin-gonic/gin"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
@@ -26,12 +28,16 @@ import (
 
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/delivery"
+	"github.com/govgate/govgate/core/health"
+	"github.com/govgate/govgate/core/httpapi"
 	"github.com/govgate/govgate/core/internal/pgtest"
 	"github.com/govgate/govgate/core/internal/testcert"
+	"github.com/govgate/govgate/core/pluginmgr"
 	"github.com/govgate/govgate/core/secrets"
 	"github.com/govgate/govgate/core/signing"
 	"github.com/govgate/govgate/core/ssrf"
 	"github.com/govgate/govgate/core/store"
+	"github.com/govgate/govgate/core/wasmhost"
 	"github.com/govgate/govgate/sdk/receiver"
 )
 
@@ -88,7 +94,7 @@ func run(ctx context.Context) error {
 	}
 	report("wire_ceiling_per_s", "%.0f", ceiling)
 
-	sqliteRate, err := throughput(ctx, "sqlite:"+filepath.Join(tmp, "bench.db"), client, rcv)
+	sqliteRate, err := throughput(ctx, "sqlite:"+filepath.Join(tmp, "bench.db"), client, rcv, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite run: %w", err)
 	}
@@ -104,7 +110,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pgRate, err := throughput(ctx, pgURL, client, rcv)
+	pgRate, err := throughput(ctx, pgURL, client, rcv, nil)
 	if err != nil {
 		return fmt.Errorf("postgres run: %w", err)
 	}
@@ -136,6 +142,31 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("fan-out run (sqlite): %w", err)
 	}
 	report("fanout_100k_s_sqlite", "%.3f", fanSQLite)
+	// Plugins: the same PostgreSQL run with a global chain of a filter and a
+	// transform, against a plain run made right before it.
+	plugins, err := pluginChain(ctx, tmp)
+	if err != nil {
+		return fmt.Errorf("plugins: %w", err)
+	}
+	plainURL, _ := pg.CreateDatabase(ctx, "bench_plain")
+	chainURL, _ := pg.CreateDatabase(ctx, "bench_chain")
+	plain, err := throughput(ctx, plainURL, client, rcv, nil)
+	if err != nil {
+		return err
+	}
+	withChain, err := throughput(ctx, chainURL, client, rcv, plugins)
+	if err != nil {
+		return fmt.Errorf("plugin chain run: %w", err)
+	}
+	report("delivery_per_s_postgres_plain", "%.0f", plain)
+	report("delivery_per_s_postgres_plugins", "%.0f", withChain)
+	report("plugin_chain_ratio", "%.2f", withChain/plain)
+
+	hr, err := healthRatio(ctx, tmp)
+	if err != nil {
+		return fmt.Errorf("health: %w", err)
+	}
+	report("health_ratio", "%.2f", hr)
 	report("peak_rss_mb", "%.0f", peakRSSMB())
 	return nil
 }
@@ -256,11 +287,21 @@ type pipeline struct {
 	done   chan struct{}
 }
 
-func startPipeline(ctx context.Context, dbURL string, client *http.Client, rcv *benchReceiver, hooks int) (*pipeline, error) {
+// withPlugins sets up a plugin manager on the store, with the given global
+// chain, and returns the dispatcher's transformer.
+type withPlugins func(ctx context.Context, st *store.Store) (delivery.Transformer, error)
+
+func startPipeline(ctx context.Context, dbURL string, client *http.Client, rcv *benchReceiver, hooks int, plugins withPlugins) (*pipeline, error) {
 	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
 	st, err := store.Open(ctx, dbURL, box, store.Options{MaxOpenConns: 40})
 	if err != nil {
 		return nil, err
+	}
+	var tr delivery.Transformer
+	if plugins != nil {
+		if tr, err = plugins(ctx, st); err != nil {
+			return nil, err
+		}
 	}
 	for i := 0; i < hooks; i++ {
 		if _, _, err := st.RegisterWebhook(ctx, fmt.Sprintf("https://%s/hook/%d", rcv.addr, i), benchSecret); err != nil {
@@ -268,7 +309,7 @@ func startPipeline(ctx context.Context, dbURL string, client *http.Client, rcv *
 		}
 	}
 	d, err := delivery.New(delivery.Config{
-		Queue: st, Client: client, UserAgent: "govgate-bench", Timeout: 10 * time.Second, Workers: *workers,
+		Queue: st, Client: client, Transformer: tr, UserAgent: "govgate-bench", Timeout: 10 * time.Second, Workers: *workers,
 		PerWebhookConcurrency: 8, Schedule: []time.Duration{time.Second}, Lease: time.Minute, BatchSize: 64, PollInterval: 50 * time.Millisecond,
 	})
 	if err != nil {
@@ -296,8 +337,8 @@ func (p *pipeline) ingest(ctx context.Context, n core.Notification) error {
 
 // throughput measures ingest to recorded 2xx for webhooks × notifications
 // deliveries.
-func throughput(ctx context.Context, dbURL string, client *http.Client, rcv *benchReceiver) (float64, error) {
-	p, err := startPipeline(ctx, dbURL, client, rcv, *webhooks)
+func throughput(ctx context.Context, dbURL string, client *http.Client, rcv *benchReceiver, plugins withPlugins) (float64, error) {
+	p, err := startPipeline(ctx, dbURL, client, rcv, *webhooks, plugins)
 	if err != nil {
 		return 0, err
 	}
@@ -341,7 +382,7 @@ func throughput(ctx context.Context, dbURL string, client *http.Client, rcv *ben
 // to the delivery's arrival at the receiver, in milliseconds.
 func latency(ctx context.Context, dbURL string, client *http.Client, rcv *benchReceiver, rate float64) (p50, p99 float64, err error) {
 	const hooks = 10
-	p, err := startPipeline(ctx, dbURL, client, rcv, hooks)
+	p, err := startPipeline(ctx, dbURL, client, rcv, hooks, nil)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -429,6 +470,111 @@ func fanOut(ctx context.Context, dbURL string, hooks int) (float64, error) {
 		return 0, fmt.Errorf("fan-out enqueued %d deliveries, want %d", stats.Depth, hooks)
 	}
 	return took, nil
+}
+
+// pluginChain builds the dao-filter and slack example plugins and returns a
+// setup that loads them and sets the global chain to filter then transform.
+func pluginChain(ctx context.Context, tmp string) (withPlugins, error) {
+	wasm := map[string][]byte{}
+	for _, name := range []string{"dao-filter", "slack"} {
+		out := filepath.Join(tmp, name+".wasm")
+		cmd := exec.CommandContext(ctx, "go", "build", "-buildmode=c-shared", "-trimpath", "-o", out, "./plugins/"+name)
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build %s: %v: %s", name, err, b)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			return nil, err
+		}
+		wasm[name] = b
+	}
+	return func(ctx context.Context, st *store.Store) (delivery.Transformer, error) {
+		host, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(tmp, "wasm-cache")})
+		if err != nil {
+			return nil, err
+		}
+		mgr := pluginmgr.New(host, st, "", slog.Default())
+		for _, b := range wasm {
+			if _, err := mgr.Upload(ctx, b); err != nil {
+				return nil, err
+			}
+		}
+		if err := mgr.SetChain(ctx, core.GlobalChain, []core.ChainEntry{
+			{Plugin: "dao-filter", Config: []byte(`{"daos":["uniswap"]}`)},
+			{Plugin: "slack", Config: []byte(`{}`)},
+		}); err != nil {
+			return nil, err
+		}
+		return transformer{mgr}, nil
+	}, nil
+}
+
+type transformer struct{ mgr *pluginmgr.Manager }
+
+func (t transformer) Transform(ctx context.Context, j core.Job) (delivery.TransformResult, error) {
+	out, err := t.mgr.Apply(ctx, j.Notification, j.Body, j.WebhookID)
+	return delivery.TransformResult{Keep: out.Keep, Body: out.Body, ContentType: out.ContentType, Trace: out.Trace, DropReason: out.DropReason}, err
+}
+
+// healthRatio compares GET /{dao}/health with a static route of the same
+// REST API handler, under the same keep-alive load, in this process.
+func healthRatio(ctx context.Context, tmp string) (float64, error) {
+	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
+	st, err := store.Open(ctx, "sqlite:"+filepath.Join(tmp, "health.db"), box, store.Options{})
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	daos := []core.DAO{{Slug: "uniswap", Name: "Uniswap", ChainID: 1, Governor: "0x408ED6354d4973f66138C91495F2f2FCbd8724C3", Kind: core.KindGovernorBravo}}
+	mon, err := health.NewMonitor(daos, health.Sources{PingDB: st.Ping, Upstreams: func(uint64) []health.Upstream { return nil },
+		Indexer: func(string) (health.IndexerStatus, bool) { return health.IndexerStatus{}, false }}, health.Config{}, health.Options{})
+	if err != nil {
+		return 0, err
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mon.Refresh()
+	go mon.Run(mctx)
+	api := httpapi.NewAPI(httpapi.APIConfig{DAOs: daos, Health: mon, Logger: slog.Default(), Routes: []func(*gin.Engine){func(e *gin.Engine) {
+		e.GET("/static", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", []byte(`{"status":"pass"}`)) })
+	}}})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	srv := &http.Server{Handler: api}
+	go srv.Serve(l)
+	defer srv.Close()
+	load := func(path string) float64 {
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+		var n atomic.Int64
+		deadline := time.Now().Add(3 * time.Second)
+		var wg sync.WaitGroup
+		for i := 0; i < 16; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(deadline) {
+					resp, err := client.Get("http://" + l.Addr().String() + path)
+					if err != nil {
+						continue
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					n.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		return float64(n.Load()) / 3
+	}
+	load("/static") // warm up
+	static := load("/static")
+	h := load("/uniswap/health")
+	report("health_per_s", "%.0f", h)
+	report("static_route_per_s", "%.0f", static)
+	return h / static, nil
 }
 
 // peakRSSMB reads the process's peak resident set size (VmHWM).

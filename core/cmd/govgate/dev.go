@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/govgate/govgate/core/chain"
+	"github.com/govgate/govgate/core/config"
+	"github.com/govgate/govgate/core/devchain"
+	"github.com/govgate/govgate/core/internal/testcert"
+	"github.com/govgate/govgate/core/signing"
+	"github.com/govgate/govgate/core/store"
+	"github.com/govgate/govgate/sdk/receiver"
+)
+
+// EnvDevReceiverAddr is where `govgate dev` serves its demo receiver.
+const EnvDevReceiverAddr = "GOVGATE_DEV_RECEIVER_ADDR"
+
+// devEnv is what `govgate dev` adds to serve: an in-process chain with two
+// DAOs and scripted governance activity, and a demo HTTPS receiver,
+// registered as a webhook, that verifies every delivery with sdk/receiver
+// and logs it, so that a new user sees signed notifications arrive offline.
+type devEnv struct {
+	chain  *devchain.Chain
+	srv    *http.Server
+	url    string
+	secret atomic.Pointer[string]
+	log    *slog.Logger
+}
+
+func startDevChain(ctx context.Context, cfg *config.Config, log *slog.Logger) (*devEnv, error) {
+	c, err := devchain.Start(ctx, devchain.Options{BlockTime: time.Second, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("dev chain: %w", err)
+	}
+	d := &devEnv{chain: c, log: log}
+	cc := c.ChainConfig()
+	cfg.Chains = []chain.ChainConfig{cc.WithDefaults()}
+	cfg.DAOs = c.DAOs()
+	log.Info("dev chain running", "rpc", c.RPCURL(), "chain_id", c.ChainID(), "daos", len(cfg.DAOs))
+	go func() {
+		if err := c.RunActivity(ctx, 5*time.Second); err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
+			log.Error("dev chain activity stopped", "err", err)
+		}
+	}()
+
+	// The demo receiver has its own certificate; the delivery client trusts it.
+	cert, caPEM, err := testcert.New()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "govgate-dev-")
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Delivery.CAFile != "" {
+		extra, err := os.ReadFile(cfg.Delivery.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", config.EnvDeliveryCAFile, err)
+		}
+		caPEM = append(append(extra, '\n'), caPEM...)
+	}
+	cfg.Delivery.CAFile = filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(cfg.Delivery.CAFile, caPEM, 0o600); err != nil {
+		return nil, err
+	}
+	if !cfg.Delivery.AllowPrivate {
+		cfg.Delivery.AllowPrivate = true
+		log.Info("dev mode allows loopback webhook targets (GOVGATE_DELIVERY_ALLOW_PRIVATE=true)")
+	}
+	addr := os.Getenv(EnvDevReceiverAddr)
+	if addr == "" {
+		addr = "127.0.0.1:8083"
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dev receiver (%s): %w", EnvDevReceiverAddr, err)
+	}
+	d.url = "https://" + l.Addr().String() + "/govgate"
+	d.srv = &http.Server{Handler: http.HandlerFunc(d.receive), TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}},
+		ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	go d.srv.ServeTLS(l, "", "")
+	go func() { <-ctx.Done(); d.close() }()
+	return d, nil
+}
+
+// register makes the demo receiver a webhook (once per database).
+func (d *devEnv) register(ctx context.Context, st *store.Store) error {
+	secret, err := signing.NewSecret()
+	if err != nil {
+		return err
+	}
+	wh, created, err := st.RegisterWebhook(ctx, d.url, secret)
+	if err != nil {
+		return err
+	}
+	if !created {
+		if secret, err = st.WebhookSecret(ctx, wh.ID); err != nil {
+			return err
+		}
+	}
+	d.secret.Store(&secret)
+	d.log.Info("dev receiver registered as a webhook; it verifies and logs every delivery", "url", d.url, "webhook", wh.ID)
+	return nil
+}
+
+func (d *devEnv) receive(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		http.Error(w, "cannot read body", http.StatusBadRequest)
+		return
+	}
+	secret := d.secret.Load()
+	if secret == nil {
+		http.Error(w, "not registered yet", http.StatusServiceUnavailable)
+		return
+	}
+	if err := receiver.Verify(*secret, r.Header, body, time.Now()); err != nil {
+		d.log.Warn("dev receiver refused a delivery", "err", err)
+		http.Error(w, err.Error(), receiver.StatusCode(err))
+		return
+	}
+	d.log.Info("dev receiver: signature verified", "id", r.Header.Get("X-Webhook-Id"), "body", excerpt(body, 160))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func excerpt(b []byte, n int) string {
+	s := strings.ToValidUTF8(string(b), "?")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func (d *devEnv) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	d.srv.Shutdown(ctx)
+	d.chain.Close()
+}

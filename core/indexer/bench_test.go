@@ -1,0 +1,126 @@
+package indexer
+
+import (
+	"context"
+	"math/big"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/common"
+	gethtypes "github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/ethclient"
+
+	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/devchain"
+)
+
+// BenchmarkIndex10kVotes indexes 10,000 VoteCast events of one OpenZeppelin
+// proposal on the devchain, through the chain gateway into the in-memory
+// reference store, and compares that with a bare eth_getLogs of the same
+// range in the same run:
+//
+//	index_events_per_s    events indexed per second (decode, tallies,
+//	                      notifications, store)
+//	getlogs_events_per_s  events fetched per second by a bare eth_getLogs
+//	index_ratio           index_events_per_s / getlogs_events_per_s
+//
+// The 10,000 voters are distinct accounts casting signed ballots
+// (castVoteBySig) relayed 200 per transaction by the BatchVoter contract, so
+// every vote weighs 0: the indexer's work per event does not depend on it.
+// Setup (signing and mining the ballots, about 10 s here) runs once per
+// test binary and is not timed.
+func BenchmarkIndex10kVotes(b *testing.B) {
+	const votes = 10_000
+	ctx := context.Background()
+	f := tenKVotes(b, votes)
+	c, dao := f.chain, f.chain.OZ.DAO()
+	gw := newGateway(b, c.ChainConfig())
+	raw, err := ethclient.Dial(c.RPCURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	q := ethereum.FilterQuery{
+		FromBlock: new(big.Int).SetUint64(dao.StartBlock), ToBlock: f.head,
+		Addresses: []common.Address{c.OZ.Governor}, Topics: [][]common.Hash{EventTopics()},
+	}
+
+	var rawTime, indexTime time.Duration
+	var fetched, indexed int
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		logs, err := raw.FilterLogs(ctx, q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rawTime += time.Since(start)
+		fetched += len(logs)
+
+		store := newMemStore()
+		r := newRunner(b, gw, store, []core.DAO{dao}, 0, Config{})
+		start = time.Now()
+		if err := r.Sync(ctx); err != nil {
+			b.Fatal(err)
+		}
+		indexTime += time.Since(start)
+		ns := store.allNotifications()
+		if len(ns) != votes+1 {
+			b.Fatalf("%d notifications, want %d", len(ns), votes+1)
+		}
+		indexed += len(ns)
+	}
+	b.StopTimer()
+	idx := float64(indexed) / indexTime.Seconds()
+	get := float64(fetched) / rawTime.Seconds()
+	b.ReportMetric(idx, "index_events_per_s")
+	b.ReportMetric(get, "getlogs_events_per_s")
+	b.ReportMetric(idx/get, "index_ratio")
+}
+
+// voteFixture is a devchain with many votes, built once per test binary
+// (the benchmark function runs more than once) and never closed.
+type voteFixture struct {
+	chain *devchain.Chain
+	head  *big.Int
+	err   error
+}
+
+var (
+	voteFixtureOnce sync.Once
+	voteFixtureVal  voteFixture
+)
+
+func tenKVotes(b *testing.B, votes int) voteFixture {
+	voteFixtureOnce.Do(func() {
+		ctx := context.Background()
+		f := &voteFixtureVal
+		start := time.Now()
+		f.chain, f.err = devchain.Start(ctx, devchain.Options{Accounts: 4, BlockGasLimit: 200_000_000, Logger: quiet})
+		if f.err != nil {
+			return
+		}
+		p, err := f.chain.Propose(ctx, f.chain.OZ, 1, "benchmark: many voters", 1)
+		if err == nil {
+			err = f.chain.OpenVoting(ctx, p)
+		}
+		if err == nil {
+			_, err = f.chain.CastVotesBySig(ctx, p, 0, votes, func(i int) uint8 { return uint8(i % 3) })
+		}
+		if err == nil {
+			var h *gethtypes.Header
+			h, err = f.chain.Head(ctx)
+			if h != nil {
+				f.head = h.Number
+			}
+		}
+		f.err = err
+		b.Logf("setup: %d signed votes mined in %v", votes, time.Since(start))
+	})
+	if voteFixtureVal.err != nil {
+		b.Fatal(voteFixtureVal.err)
+	}
+	return voteFixtureVal
+}

@@ -1,0 +1,313 @@
+package indexer
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Indexing states of a DAO.
+const (
+	// StatusSyncing: catching up since start, and making progress.
+	StatusSyncing = "syncing"
+	// StatusFresh: within LaggingBlocks and LaggingAfter of the confirmed head.
+	StatusFresh = "fresh"
+	// StatusLagging: further behind than that, having been caught up before.
+	StatusLagging = "lagging"
+	// StatusStalled: no successful poll, or no progress while behind, for
+	// StalledAfter.
+	StatusStalled = "stalled"
+)
+
+// DAOStatus is how far one DAO's indexing stands. Runner keeps it in memory,
+// so reading it never waits on the chain or the database.
+type DAOStatus struct {
+	DAO     string `json:"dao"`
+	ChainID uint64 `json:"chainId"`
+	// LastIndexedBlock is the cursor: every block up to it is indexed.
+	LastIndexedBlock     uint64    `json:"lastIndexedBlock"`
+	LastIndexedBlockTime time.Time `json:"lastIndexedBlockTime,omitzero"`
+	// LastIndexedAt is when the cursor last moved (by this process, or as
+	// seen in the store when another process indexes).
+	LastIndexedAt time.Time `json:"lastIndexedAt,omitzero"`
+	// LastCheckedAt is when a poll of the chain last succeeded.
+	LastCheckedAt time.Time `json:"lastCheckedAt,omitzero"`
+	Head          uint64    `json:"head"`
+	HeadHash      string    `json:"headHash,omitempty"`
+	HeadTime      time.Time `json:"headTime,omitzero"`
+	// ConfirmedHead is the head minus the chain's confirmations: the
+	// highest block the indexer will index now.
+	ConfirmedHead uint64 `json:"confirmedHead"`
+	// LagBlocks and LagSeconds measure the distance from the cursor to the
+	// confirmed head, in blocks and in chain time (LagSeconds stays 0 in a
+	// process that does not hold the chain's lease).
+	LagBlocks  uint64  `json:"lagBlocks"`
+	LagSeconds float64 `json:"lagSeconds"`
+	State      string  `json:"state"`
+	// CaughtUp is true once the cursor reached the confirmed head since start.
+	CaughtUp bool `json:"caughtUp"`
+	// Leader is true while this process holds the chain's lease.
+	Leader      bool      `json:"leader"`
+	LastError   string    `json:"lastError,omitempty"`
+	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
+}
+
+// Status returns the status of a DAO of this runner.
+func (r *Runner) Status(daoSlug string) (DAOStatus, bool) {
+	d, ok := r.bySlug[daoSlug]
+	if !ok {
+		return DAOStatus{}, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := d.status
+	s.State = r.classify(s, r.now())
+	return s, true
+}
+
+// Statuses returns the status of every DAO of this runner, in configured order.
+func (r *Runner) Statuses() []DAOStatus {
+	out := make([]DAOStatus, 0, len(r.daos))
+	for _, d := range r.daos {
+		s, _ := r.Status(d.dao.Slug)
+		out = append(out, s)
+	}
+	return out
+}
+
+// classify derives the state of s at now.
+func (r *Runner) classify(s DAOStatus, now time.Time) string {
+	checked := s.LastCheckedAt
+	if checked.IsZero() {
+		checked = r.started
+	}
+	if now.Sub(checked) > r.cfg.StalledAfter {
+		return StatusStalled
+	}
+	behind := s.LagBlocks > r.cfg.LaggingBlocks || s.LagSeconds > r.cfg.LaggingAfter.Seconds()
+	progress := s.LastIndexedAt
+	if progress.IsZero() {
+		progress = r.started
+	}
+	if s.LagBlocks > 0 && now.Sub(progress) > r.cfg.StalledAfter {
+		return StatusStalled
+	}
+	switch {
+	case s.LastCheckedAt.IsZero() || (!s.CaughtUp && behind):
+		return StatusSyncing
+	case behind:
+		return StatusLagging
+	}
+	return StatusFresh
+}
+
+func (r *Runner) setHead(num uint64, hash common.Hash, t, target, targetTime uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, d := range r.daos {
+		d.status.Head = num
+		d.status.HeadHash = hash.Hex()
+		d.status.HeadTime = time.Unix(int64(t), 0).UTC()
+		d.status.ConfirmedHead = target
+		d.status.LagBlocks = 0
+		if target > d.status.LastIndexedBlock {
+			d.status.LagBlocks = target - d.status.LastIndexedBlock
+		}
+		d.status.LagSeconds = lagSeconds(targetTime, d.lastBlockTime)
+	}
+}
+
+// touchStatus records the outcome of one DAO's sync.
+func (r *Runner) touchStatus(d *daoState, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	if err != nil {
+		d.status.LastError, d.status.LastErrorAt = err.Error(), now
+		return
+	}
+	d.status.LastCheckedAt = now
+	d.status.CaughtUp = d.caughtUp
+	d.status.LastError = ""
+}
+
+// fail records an error that concerns the whole chain and returns it.
+func (r *Runner) fail(err error) error {
+	r.metrics.failure(r.chainID)
+	r.setError(err)
+	return err
+}
+
+func (r *Runner) setError(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	for _, d := range r.daos {
+		d.status.LastError, d.status.LastErrorAt = err.Error(), now
+	}
+}
+
+func (r *Runner) setLeader(v bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, d := range r.daos {
+		d.status.Leader = v
+	}
+}
+
+// follow refreshes the statuses from the store and the chain while another
+// process indexes.
+func (r *Runner) follow(ctx context.Context) {
+	headNum, headHash, headTime, err := r.chain.BlockStamp(ctx, nil)
+	if err != nil {
+		r.setError(err)
+		return
+	}
+	target := uint64(0)
+	if headNum >= r.confirmations {
+		target = headNum - r.confirmations
+	}
+	for _, d := range r.daos {
+		cur, found, err := r.store.Cursor(ctx, d.dao.Slug)
+		r.mu.Lock()
+		now := r.now()
+		switch {
+		case err != nil:
+			d.status.LastError, d.status.LastErrorAt = err.Error(), now
+		case found:
+			if cur.Block != d.status.LastIndexedBlock || d.status.LastIndexedAt.IsZero() {
+				d.status.LastIndexedBlock, d.status.LastIndexedAt = cur.Block, now
+				d.lastBlockTime = time.Time{}
+			}
+			if cur.Block >= target {
+				d.caughtUp = true
+			}
+			d.status.CaughtUp = d.caughtUp
+			d.status.LastCheckedAt = now
+			d.status.LastError = ""
+		default:
+			d.status.LastCheckedAt = now
+		}
+		r.mu.Unlock()
+	}
+	// A follower does not know its cursor's block time (it would cost a call
+	// per DAO and poll): its LagSeconds stays 0.
+	r.setHead(headNum, headHash, headTime, target, headTime)
+}
+
+// Metrics counts indexing work. One Metrics may serve every runner; register
+// its Collectors with the registry that serves /metrics, and each runner's
+// Collector for the per-DAO gauges.
+type Metrics struct {
+	events   *prometheus.CounterVec
+	reorgs   *prometheus.CounterVec
+	shrinks  *prometheus.CounterVec
+	failures *prometheus.CounterVec
+	batches  *prometheus.HistogramVec
+}
+
+// NewMetrics returns unregistered collectors named govgate_indexer_*.
+func NewMetrics() *Metrics {
+	return &Metrics{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "govgate_indexer_events_total",
+			Help: "Governor events indexed, by DAO and notification type.",
+		}, []string{"dao", "type"}),
+		reorgs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "govgate_indexer_reorgs_total",
+			Help: "Chain reorganisations detected and rolled back.",
+		}, []string{"chain"}),
+		shrinks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "govgate_indexer_range_shrinks_total",
+			Help: "eth_getLogs ranges refused by a provider and halved.",
+		}, []string{"chain"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "govgate_indexer_failures_total",
+			Help: "Failed indexing polls.",
+		}, []string{"chain"}),
+		batches: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "govgate_indexer_batch_duration_seconds",
+			Help:    "Time to read, decode and store one block range.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
+		}, []string{"chain"}),
+	}
+}
+
+// Collectors returns the collectors to register.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.events, m.reorgs, m.shrinks, m.failures, m.batches}
+}
+
+func (m *Metrics) event(dao, typ string) {
+	if m != nil {
+		m.events.WithLabelValues(dao, typ).Inc()
+	}
+}
+
+func (m *Metrics) reorg(chain uint64) {
+	if m != nil {
+		m.reorgs.WithLabelValues(strconv.FormatUint(chain, 10)).Inc()
+	}
+}
+
+func (m *Metrics) shrink(chain uint64) {
+	if m != nil {
+		m.shrinks.WithLabelValues(strconv.FormatUint(chain, 10)).Inc()
+	}
+}
+
+func (m *Metrics) failure(chain uint64) {
+	if m != nil {
+		m.failures.WithLabelValues(strconv.FormatUint(chain, 10)).Inc()
+	}
+}
+
+func (m *Metrics) batch(chain uint64, d time.Duration) {
+	if m != nil {
+		m.batches.WithLabelValues(strconv.FormatUint(chain, 10)).Observe(d.Seconds())
+	}
+}
+
+var (
+	lagBlocksDesc = prometheus.NewDesc("govgate_indexer_lag_blocks",
+		"Blocks between a DAO's cursor and the confirmed head.", []string{"dao", "chain"}, nil)
+	lagSecondsDesc = prometheus.NewDesc("govgate_indexer_lag_seconds",
+		"Chain time between a DAO's cursor and the confirmed head.", []string{"dao", "chain"}, nil)
+	lastBlockDesc = prometheus.NewDesc("govgate_indexer_last_indexed_block",
+		"A DAO's cursor.", []string{"dao", "chain"}, nil)
+	headDesc = prometheus.NewDesc("govgate_chain_head_block",
+		"The chain head seen by the indexer.", []string{"dao", "chain"}, nil)
+	stateDesc = prometheus.NewDesc("govgate_indexer_state",
+		"1 for a DAO's current indexing state.", []string{"dao", "chain", "state"}, nil)
+)
+
+// Collector returns a collector that reports the runner's DAO statuses at
+// scrape time. It describes no metrics up front (an unchecked collector),
+// so the collectors of several runners register side by side; their series
+// differ by DAO and chain.
+func (r *Runner) Collector() prometheus.Collector { return runnerCollector{r} }
+
+type runnerCollector struct{ r *Runner }
+
+func (c runnerCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c runnerCollector) Collect(ch chan<- prometheus.Metric) {
+	r := c.r
+	chain := strconv.FormatUint(r.chainID, 10)
+	for _, s := range r.Statuses() {
+		ch <- prometheus.MustNewConstMetric(lagBlocksDesc, prometheus.GaugeValue, float64(s.LagBlocks), s.DAO, chain)
+		ch <- prometheus.MustNewConstMetric(lagSecondsDesc, prometheus.GaugeValue, s.LagSeconds, s.DAO, chain)
+		ch <- prometheus.MustNewConstMetric(lastBlockDesc, prometheus.GaugeValue, float64(s.LastIndexedBlock), s.DAO, chain)
+		ch <- prometheus.MustNewConstMetric(headDesc, prometheus.GaugeValue, float64(s.Head), s.DAO, chain)
+		for _, st := range []string{StatusSyncing, StatusFresh, StatusLagging, StatusStalled} {
+			v := 0.0
+			if s.State == st {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, v, s.DAO, chain, st)
+		}
+	}
+}

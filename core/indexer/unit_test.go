@@ -1,0 +1,108 @@
+package indexer
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+)
+
+type codeErr struct {
+	code int
+	msg  string
+}
+
+func (e codeErr) Error() string  { return e.msg }
+func (e codeErr) ErrorCode() int { return e.code }
+
+func TestIsRangeError(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"geth-style -32005", fmt.Errorf("eth_getLogs via https://x: %w", codeErr{-32005, "limit exceeded"}), true},
+		{"infura", errors.New("query returned more than 10000 results"), true},
+		{"alchemy", errors.New("Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range"), true},
+		{"quicknode", errors.New("eth_getLogs is limited to a 10,000 range"), true},
+		{"range too large", errors.New("block range too large"), true},
+		{"connection refused", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), false},
+		{"other json-rpc error", codeErr{-32000, "header not found"}, false},
+		{"nil", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := isRangeError(tt.err); got != tt.want {
+				t.Fatalf("isRangeError(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNotificationID(t *testing.T) {
+	tx := common.HexToHash("0x01")
+	a := NotificationID(1, tx, 3)
+	if a != NotificationID(1, tx, 3) || len(a) != 36 || a[:4] != "evt_" {
+		t.Fatalf("id %q not deterministic or malformed", a)
+	}
+	for _, other := range []string{NotificationID(2, tx, 3), NotificationID(1, common.HexToHash("0x02"), 3), NotificationID(1, tx, 4)} {
+		if other == a {
+			t.Fatalf("ids collide: %s", a)
+		}
+	}
+	// Pinned (computed independently): receivers may store these ids, so
+	// they must never change.
+	if want := "evt_3f5db5bb533d1fa6e3e6028a669d8651"; a != want {
+		t.Fatalf("id %s, want %s", a, want)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := &Runner{cfg: Config{}.WithDefaults(), started: t0.Add(-time.Hour)}
+	tests := []struct {
+		name string
+		s    DAOStatus
+		want string
+	}{
+		{"never polled, just started", DAOStatus{}, StatusStalled},
+		{"fresh", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0, CaughtUp: true}, StatusFresh},
+		{"catching up", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0, LagBlocks: 5000}, StatusSyncing},
+		{"fell behind", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0, LagBlocks: 5000, CaughtUp: true}, StatusLagging},
+		{"behind in time", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0, LagBlocks: 1, LagSeconds: 3600, CaughtUp: true}, StatusLagging},
+		{"no poll for long", DAOStatus{LastCheckedAt: t0.Add(-10 * time.Minute), CaughtUp: true}, StatusStalled},
+		{"no progress while behind", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0.Add(-10 * time.Minute), LagBlocks: 3, CaughtUp: true}, StatusStalled},
+		{"idle chain, caught up", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0.Add(-time.Hour), CaughtUp: true}, StatusFresh},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := r.classify(tt.s, t0); got != tt.want {
+				t.Fatalf("classify = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   Config
+		field string
+	}{
+		{"defaults", Config{}, ""},
+		{"max below initial", Config{InitialRange: 100, MaxRange: 10}, "max_range"},
+		{"keep too few", Config{KeepBlocks: 1}, "keep_blocks"},
+		{"stalled before a poll", Config{PollInterval: time.Minute, StalledAfter: time.Second}, "stalled_after"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.WithDefaults().Validate()
+			if (err == nil) != (tt.field == "") || (err != nil && !strings.Contains(err.Error(), tt.field)) {
+				t.Fatalf("Validate() = %v, want field %q", err, tt.field)
+			}
+		})
+	}
+}
