@@ -83,8 +83,8 @@ type Dispatcher struct {
 	perWebhook map[int64]int
 	slotFree   chan struct{}
 
-	// workers bounds concurrent attempts; up to BatchSize more claimed jobs
-	// wait for a worker, so no worker waits for a claim round trip.
+	// workers bounds concurrent attempts; up to two batches more of claimed
+	// jobs wait for a worker, so no worker waits for a claim round trip.
 	workers chan struct{}
 	results chan core.AttemptResult
 	wg      sync.WaitGroup
@@ -138,9 +138,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		<-done
 	}()
 	bo := newStoreBackoff()
-	// Claim in batches: waiting for a quarter of a batch of room costs no
-	// latency (a batch is already prefetched) and saves claim round trips.
-	threshold := max(1, d.cfg.BatchSize/4)
+	// Claim in batches: waiting for half a batch of room costs no latency
+	// (two batches are prefetched) and keeps each claim round trip full.
+	threshold := max(1, d.cfg.BatchSize/2)
 	for ctx.Err() == nil {
 		free, exclude := d.capacity()
 		if free == 0 || (free < threshold && d.busy()) {
@@ -204,7 +204,7 @@ func (d *Dispatcher) capacity() (free int, exclude []int64) {
 			exclude = append(exclude, id)
 		}
 	}
-	return d.cfg.Workers + d.cfg.BatchSize - d.inflight, exclude
+	return d.cfg.Workers + 2*d.cfg.BatchSize - d.inflight, exclude
 }
 
 func (d *Dispatcher) busy() bool {

@@ -80,93 +80,124 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 		return nil, err
 	}
 	now := s.now()
+	args := []any{string(core.DeliveryInFlight), token, now.Add(lease), now, now}
 	// The state list is literal, not bound, so that the planner can match
 	// it to the partial index ix_deliveries_due.
-	var (
-		where = unfinished + " AND next_attempt_at <= ?"
-		args  = []any{now}
-	)
+	where := unfinished + " AND next_attempt_at <= ?"
 	if len(exclude) > 0 {
-		where += " AND webhook_id NOT IN ?"
-		args = append(args, exclude)
+		where += " AND webhook_id NOT IN (" + marks(len(exclude)) + ")"
+		for _, id := range exclude {
+			args = append(args, id)
+		}
 	}
+	args = append(args, limit)
 	lock := ""
 	if s.dialect == Postgres {
 		lock = " FOR UPDATE SKIP LOCKED"
 	}
-	sql := `UPDATE deliveries SET state = ?, lease_token = ?, next_attempt_at = ?, attempts = attempts + 1, updated_at = ?
+	q := s.bind(`UPDATE deliveries SET state = ?, lease_token = ?, next_attempt_at = ?, attempts = attempts + 1, updated_at = ?
 		WHERE id IN (SELECT id FROM deliveries WHERE ` + where + ` ORDER BY next_attempt_at, id LIMIT ?` + lock + `)
-		RETURNING id, notification_id, webhook_id, attempts`
-	all := append([]any{string(core.DeliveryInFlight), token, now.Add(lease), now}, args...)
-	all = append(all, limit)
-	var claimed []struct {
-		ID             int64
-		NotificationID string
-		WebhookID      int64
-		Attempts       int
+		RETURNING id, notification_id, webhook_id, attempts`)
+	type claim struct {
+		id, webhook int64
+		note        string
+		attempts    int
 	}
-	if err := s.db.WithContext(ctx).Raw(sql, all...).Scan(&claimed).Error; err != nil {
+	var claimed []claim
+	rows, err := s.pool().QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	for rows.Next() {
+		var c claim
+		if err := rows.Scan(&c.id, &c.note, &c.webhook, &c.attempts); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("claim deliveries: %w", err)
+		}
+		claimed = append(claimed, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
 	if len(claimed) == 0 {
 		return nil, nil
 	}
-	nIDs := make([]string, 0, len(claimed))
-	wIDs := make([]int64, 0, len(claimed))
+	var nIDs, wIDs []any
 	seenN, seenW := map[string]bool{}, map[int64]bool{}
 	for _, c := range claimed {
-		if !seenN[c.NotificationID] {
-			seenN[c.NotificationID] = true
-			nIDs = append(nIDs, c.NotificationID)
+		if !seenN[c.note] {
+			seenN[c.note] = true
+			nIDs = append(nIDs, c.note)
 		}
-		if !seenW[c.WebhookID] {
-			seenW[c.WebhookID] = true
-			wIDs = append(wIDs, c.WebhookID)
+		if !seenW[c.webhook] {
+			seenW[c.webhook] = true
+			wIDs = append(wIDs, c.webhook)
 		}
 	}
-	var notes []notificationRow
-	if err := s.db.WithContext(ctx).Where("id IN ?", nIDs).Find(&notes).Error; err != nil {
+	// Each notification is decoded once per claim, however many of its
+	// deliveries the claim holds.
+	type note struct {
+		n    core.Notification
+		body []byte
+	}
+	notes := make(map[string]note, len(nIDs))
+	rows, err = s.pool().QueryContext(ctx, s.bind(`SELECT id, body FROM notifications WHERE id IN (`+marks(len(nIDs))+`)`), nIDs...)
+	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: load notifications: %w", err)
 	}
-	var hooks []webhookRow
-	if err := s.db.WithContext(ctx).Select("id", "url", "state", "secret_ciphertext").Where("id IN ?", wIDs).Find(&hooks).Error; err != nil {
+	for rows.Next() {
+		var r notificationRow
+		if err := rows.Scan(&r.ID, &r.Body); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("claim deliveries: load notifications: %w", err)
+		}
+		n, err := r.domain()
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		notes[r.ID] = note{n, r.Body}
+	}
+	rows.Close()
+	type hook struct{ url, secret string }
+	hooks := make(map[int64]hook, len(wIDs))
+	rows, err = s.pool().QueryContext(ctx, s.bind(`SELECT id, url, state, secret_ciphertext FROM webhooks WHERE id IN (`+marks(len(wIDs))+`)`), wIDs...)
+	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: load webhooks: %w", err)
 	}
-	noteByID := make(map[string]notificationRow, len(notes))
-	for _, n := range notes {
-		noteByID[n.ID] = n
-	}
-	type hook struct{ url, secret string }
-	hookByID := make(map[int64]hook, len(hooks))
-	for _, h := range hooks {
+	for rows.Next() {
+		var h webhookRow
+		if err := rows.Scan(&h.ID, &h.URL, &h.State, &h.SecretCiphertext); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("claim deliveries: load webhooks: %w", err)
+		}
 		if h.State != string(core.WebhookActive) {
 			continue
 		}
 		secret, err := s.openSecret(h.URL, h.SecretCiphertext)
 		if err != nil {
+			rows.Close()
 			return nil, err
 		}
-		hookByID[h.ID] = hook{url: h.URL, secret: secret}
+		hooks[h.ID] = hook{url: h.URL, secret: secret}
 	}
+	rows.Close()
 	jobs := make([]core.Job, 0, len(claimed))
 	for _, c := range claimed {
-		n, okN := noteByID[c.NotificationID]
-		h, okH := hookByID[c.WebhookID]
+		n, okN := notes[c.note]
+		h, okH := hooks[c.webhook]
 		if !okN || !okH {
 			// The webhook was deactivated between fan-out and claim; its
 			// deactivation canceled the rest.
-			s.db.WithContext(ctx).Exec(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND lease_token = ?`,
-				string(core.DeliveryCanceled), now, now, "webhook deactivated", c.ID, token)
+			s.pool().ExecContext(ctx, s.bind(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND lease_token = ?`),
+				string(core.DeliveryCanceled), now, now, "webhook deactivated", c.id, token)
 			continue
 		}
-		note, err := n.domain()
-		if err != nil {
-			return nil, err
-		}
 		jobs = append(jobs, core.Job{
-			DeliveryID: c.ID, LeaseToken: token, Attempt: c.Attempts,
-			Notification: note, Body: n.Body,
-			WebhookID: c.WebhookID, WebhookURL: h.url, Secret: h.secret,
+			DeliveryID: c.id, LeaseToken: token, Attempt: c.attempts,
+			Notification: n.n, Body: n.body,
+			WebhookID: c.webhook, WebhookURL: h.url, Secret: h.secret,
 		})
 	}
 	return jobs, nil
@@ -241,10 +272,8 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 			}
 			st.gone = st.gone || r.Outcome == core.OutcomeGone
 		}
-		if len(attempts) > 0 {
-			if err := tx.CreateInBatches(attempts, 200).Error; err != nil {
-				return fmt.Errorf("record attempts: %w", err)
-			}
+		if err := s.insertAttempts(tx, attempts); err != nil {
+			return err
 		}
 		// Rows are locked in id order so that concurrent batches of several
 		// processes cannot deadlock on them.
@@ -318,6 +347,29 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 	return deactivated, nil
 }
 
+// insertAttempts records attempts with multi-row INSERTs.
+func (s *Store) insertAttempts(tx *gorm.DB, attempts []attemptRow) error {
+	const cols = 10
+	for len(attempts) > 0 {
+		n := min(len(attempts), 100)
+		var b strings.Builder
+		b.WriteString(`INSERT INTO delivery_attempts (delivery_id, webhook_id, number, started_at, duration_ms, status_code, outcome, error, response_excerpt, plugin_trace) VALUES `)
+		args := make([]any, 0, n*cols)
+		for i, a := range attempts[:n] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(" + marks(cols) + ")")
+			args = append(args, a.DeliveryID, a.WebhookID, a.Number, a.StartedAt, a.DurationMs, a.StatusCode, a.Outcome, a.Error, a.ResponseExcerpt, a.PluginTrace)
+		}
+		if _, err := txQuerier(tx).ExecContext(tx.Statement.Context, s.bind(b.String()), args...); err != nil {
+			return fmt.Errorf("record attempts: %w", err)
+		}
+		attempts = attempts[n:]
+	}
+	return nil
+}
+
 // finishDeliveries moves every delivery of results whose lease the caller
 // still holds to its next state, in one statement, and returns those ids.
 func (s *Store) finishDeliveries(tx *gorm.DB, results []core.AttemptResult, now time.Time) (map[int64]bool, error) {
@@ -353,15 +405,20 @@ func (s *Store) finishDeliveries(tx *gorm.DB, results []core.AttemptResult, now 
 		FROM v WHERE deliveries.id = v.id AND deliveries.lease_token = v.token AND deliveries.state = ?
 		RETURNING deliveries.id`)
 	args = append(args, now, string(core.DeliveryInFlight))
-	var ids []int64
-	if err := tx.Raw(b.String(), args...).Scan(&ids).Error; err != nil {
+	rows, err := txQuerier(tx).QueryContext(tx.Statement.Context, s.bind(b.String()), args...)
+	if err != nil {
 		return nil, fmt.Errorf("update deliveries: %w", err)
 	}
-	held := make(map[int64]bool, len(ids))
-	for _, id := range ids {
+	defer rows.Close()
+	held := make(map[int64]bool, len(results))
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("update deliveries: %w", err)
+		}
 		held[id] = true
 	}
-	return held, nil
+	return held, rows.Err()
 }
 
 // Replay schedules a finished delivery (failed, succeeded, dropped or

@@ -47,6 +47,7 @@ var (
 	workers       = flag.Int("workers", 32, "dispatcher workers (and ceiling client concurrency)")
 	fanout        = flag.Int("fanout", 100_000, "webhooks in the fan-out run")
 	cpuProfile    = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	only          = flag.String("only", "", "run only these parts, comma-separated: ceiling, sqlite, postgres, latency, fanout, plugins, health")
 )
 
 func main() {
@@ -69,6 +70,18 @@ func report(name string, format string, v float64) {
 	fmt.Printf("bench %s: "+format+"\n", name, v)
 }
 
+func want(part string) bool {
+	if *only == "" {
+		return true
+	}
+	for _, p := range strings.Split(*only, ",") {
+		if p == part {
+			return true
+		}
+	}
+	return false
+}
+
 func run(ctx context.Context) error {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	tmp, err := os.MkdirTemp("", "govgate-bench-")
@@ -86,6 +99,20 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var pg *pgtest.Server
+	newDB := func(name string) (string, error) {
+		if pg == nil {
+			if pg, err = pgtest.Start(); err != nil {
+				return "", fmt.Errorf("postgresql (install it, or see README): %w", err)
+			}
+		}
+		return pg.CreateDatabase(ctx, name)
+	}
+	defer func() {
+		if pg != nil {
+			pg.Destroy()
+		}
+	}()
 
 	total := *webhooks * *notifications
 	ceiling, err := wireCeiling(ctx, client, rcv, total)
@@ -94,79 +121,88 @@ func run(ctx context.Context) error {
 	}
 	report("wire_ceiling_per_s", "%.0f", ceiling)
 
-	sqliteRate, err := throughput(ctx, "sqlite:"+filepath.Join(tmp, "bench.db"), client, rcv, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite run: %w", err)
+	if want("sqlite") {
+		rate, err := throughput(ctx, "sqlite:"+filepath.Join(tmp, "bench.db"), client, rcv, nil)
+		if err != nil {
+			return fmt.Errorf("sqlite run: %w", err)
+		}
+		report("delivery_per_s_sqlite", "%.0f", rate)
+		report("delivery_ratio_sqlite", "%.2f", rate/ceiling)
 	}
-	report("delivery_per_s_sqlite", "%.0f", sqliteRate)
-	report("delivery_ratio_sqlite", "%.2f", sqliteRate/ceiling)
-
-	pg, err := pgtest.Start()
-	if err != nil {
-		return fmt.Errorf("postgresql (install it, or see README): %w", err)
+	pgRate := 0.0
+	if want("postgres") || want("latency") {
+		url, err := newDB("bench_throughput")
+		if err != nil {
+			return err
+		}
+		if pgRate, err = throughput(ctx, url, client, rcv, nil); err != nil {
+			return fmt.Errorf("postgres run: %w", err)
+		}
+		report("delivery_per_s_postgres", "%.0f", pgRate)
+		report("delivery_ratio_postgres", "%.2f", pgRate/ceiling)
 	}
-	defer pg.Destroy()
-	pgURL, err := pg.CreateDatabase(ctx, "bench_throughput")
-	if err != nil {
-		return err
+	if want("latency") {
+		url, err := newDB("bench_latency")
+		if err != nil {
+			return err
+		}
+		p50, p99, err := latency(ctx, url, client, rcv, pgRate/2)
+		if err != nil {
+			return fmt.Errorf("latency run: %w", err)
+		}
+		report("latency_p50_ms", "%.1f", p50)
+		report("latency_p99_ms", "%.1f", p99)
 	}
-	pgRate, err := throughput(ctx, pgURL, client, rcv, nil)
-	if err != nil {
-		return fmt.Errorf("postgres run: %w", err)
+	if want("fanout") {
+		url, err := newDB("bench_fanout")
+		if err != nil {
+			return err
+		}
+		took, err := fanOut(ctx, url, *fanout)
+		if err != nil {
+			return fmt.Errorf("fan-out run: %w", err)
+		}
+		report("fanout_100k_s", "%.3f", took)
+		took, err = fanOut(ctx, "sqlite:"+filepath.Join(tmp, "fanout.db"), *fanout)
+		if err != nil {
+			return fmt.Errorf("fan-out run (sqlite): %w", err)
+		}
+		report("fanout_100k_s_sqlite", "%.3f", took)
 	}
-	report("delivery_per_s_postgres", "%.0f", pgRate)
-	report("delivery_ratio_postgres", "%.2f", pgRate/ceiling)
-
-	latURL, err := pg.CreateDatabase(ctx, "bench_latency")
-	if err != nil {
-		return err
+	if want("plugins") {
+		// The same PostgreSQL run with a global chain of a filter and a
+		// transform, against a plain run made right before it.
+		plugins, err := pluginChain(ctx, tmp)
+		if err != nil {
+			return fmt.Errorf("plugins: %w", err)
+		}
+		plainURL, err := newDB("bench_plain")
+		if err != nil {
+			return err
+		}
+		chainURL, err := newDB("bench_chain")
+		if err != nil {
+			return err
+		}
+		plain, err := throughput(ctx, plainURL, client, rcv, nil)
+		if err != nil {
+			return err
+		}
+		withChain, err := throughput(ctx, chainURL, client, rcv, plugins)
+		if err != nil {
+			return fmt.Errorf("plugin chain run: %w", err)
+		}
+		report("delivery_per_s_postgres_plain", "%.0f", plain)
+		report("delivery_per_s_postgres_plugins", "%.0f", withChain)
+		report("plugin_chain_ratio", "%.2f", withChain/plain)
 	}
-	p50, p99, err := latency(ctx, latURL, client, rcv, pgRate/2)
-	if err != nil {
-		return fmt.Errorf("latency run: %w", err)
+	if want("health") {
+		hr, err := healthRatio(ctx, tmp)
+		if err != nil {
+			return fmt.Errorf("health: %w", err)
+		}
+		report("health_ratio", "%.2f", hr)
 	}
-	report("latency_p50_ms", "%.1f", p50)
-	report("latency_p99_ms", "%.1f", p99)
-
-	fanURL, err := pg.CreateDatabase(ctx, "bench_fanout")
-	if err != nil {
-		return err
-	}
-	fanPG, err := fanOut(ctx, fanURL, *fanout)
-	if err != nil {
-		return fmt.Errorf("fan-out run: %w", err)
-	}
-	report("fanout_100k_s", "%.3f", fanPG)
-	fanSQLite, err := fanOut(ctx, "sqlite:"+filepath.Join(tmp, "fanout.db"), *fanout)
-	if err != nil {
-		return fmt.Errorf("fan-out run (sqlite): %w", err)
-	}
-	report("fanout_100k_s_sqlite", "%.3f", fanSQLite)
-	// Plugins: the same PostgreSQL run with a global chain of a filter and a
-	// transform, against a plain run made right before it.
-	plugins, err := pluginChain(ctx, tmp)
-	if err != nil {
-		return fmt.Errorf("plugins: %w", err)
-	}
-	plainURL, _ := pg.CreateDatabase(ctx, "bench_plain")
-	chainURL, _ := pg.CreateDatabase(ctx, "bench_chain")
-	plain, err := throughput(ctx, plainURL, client, rcv, nil)
-	if err != nil {
-		return err
-	}
-	withChain, err := throughput(ctx, chainURL, client, rcv, plugins)
-	if err != nil {
-		return fmt.Errorf("plugin chain run: %w", err)
-	}
-	report("delivery_per_s_postgres_plain", "%.0f", plain)
-	report("delivery_per_s_postgres_plugins", "%.0f", withChain)
-	report("plugin_chain_ratio", "%.2f", withChain/plain)
-
-	hr, err := healthRatio(ctx, tmp)
-	if err != nil {
-		return fmt.Errorf("health: %w", err)
-	}
-	report("health_ratio", "%.2f", hr)
 	report("peak_rss_mb", "%.0f", peakRSSMB())
 	return nil
 }
@@ -344,6 +380,7 @@ func throughput(ctx context.Context, dbURL string, client *http.Client, rcv *ben
 	}
 	defer p.stop()
 	total := int64(*webhooks * *notifications)
+	pgCPU0, selfCPU0 := postgresCPU(), selfCPU()
 	start := time.Now()
 	for i := 0; i < *notifications; i++ {
 		n, _ := notificationBody(i)
@@ -351,6 +388,7 @@ func throughput(ctx context.Context, dbURL string, client *http.Client, rcv *ben
 			return 0, err
 		}
 	}
+	ingested := time.Since(start)
 	// Poll the cheap partial-index count; the full statistics once at the end.
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
@@ -367,6 +405,9 @@ func throughput(ctx context.Context, dbURL string, client *http.Client, rcv *ben
 		time.Sleep(10 * time.Millisecond)
 	}
 	took := time.Since(start)
+	if os.Getenv("GOVGATE_BENCH_DEBUG") != "" {
+		fmt.Fprintf(os.Stderr, "debug: %s ingest %.2fs of %.2fs; cpu: postgres %.2fs, bench process %.2fs\n", dbURL[:8], ingested.Seconds(), took.Seconds(), postgresCPU()-pgCPU0, selfCPU()-selfCPU0)
+	}
 	st, err := p.st.QueueStats(ctx)
 	if err != nil {
 		return 0, err
@@ -575,6 +616,32 @@ func healthRatio(ctx context.Context, tmp string) (float64, error) {
 	report("health_per_s", "%.0f", h)
 	report("static_route_per_s", "%.0f", static)
 	return h / static, nil
+}
+
+// postgresCPU sums the CPU seconds of every postgres process (debug output).
+func postgresCPU() float64 {
+	out, err := exec.Command("ps", "-C", "postgres", "-o", "times=").Output()
+	if err != nil {
+		return 0
+	}
+	total := 0.0
+	for _, f := range strings.Fields(string(out)) {
+		v, _ := strconv.ParseFloat(f, 64)
+		total += v
+	}
+	return total
+}
+
+// selfCPU is this process's CPU seconds (debug output).
+func selfCPU() float64 {
+	raw, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(raw))
+	ut, _ := strconv.ParseFloat(f[13], 64)
+	st, _ := strconv.ParseFloat(f[14], 64)
+	return (ut + st) / 100
 }
 
 // peakRSSMB reads the process's peak resident set size (VmHWM).

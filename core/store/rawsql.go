@@ -1,0 +1,59 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"strings"
+
+	"gorm.io/gorm"
+)
+
+// The delivery queue's hot paths (claim and complete) use database/sql
+// directly: GORM's Raw(...).Scan renders every statement with its values for
+// its trace recorder, which costs more than the statement itself for a
+// batch of a hundred rows.
+
+// querier runs statements: the *sql.DB, or a transaction's *sql.Tx.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// pool is the store's database/sql handle.
+func (s *Store) pool() querier {
+	db, _ := s.db.DB()
+	return db
+}
+
+// txQuerier is the database/sql transaction under a GORM transaction.
+func txQuerier(tx *gorm.DB) querier { return tx.Statement.ConnPool }
+
+// bind rewrites ? placeholders as $1, $2 … for PostgreSQL. The queries it
+// is given hold no ? inside literals.
+func (s *Store) bind(query string) string {
+	if s.dialect != Postgres {
+		return query
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 16)
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(query[i])
+	}
+	return b.String()
+}
+
+// marks returns n comma-separated placeholders.
+func marks(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat("?, ", n-1) + "?"
+}
