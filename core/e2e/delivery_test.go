@@ -1,6 +1,3 @@
-// Package e2e_test runs govgate as a real process against real receivers,
-// SQLite files and a real PostgreSQL server, and checks what reaches the
-// receivers, including across kill -9 and a database restart.
 package e2e_test
 
 import (

@@ -1,6 +1,3 @@
-// Package schemas holds the JSON Schema of govgate's notifications and
-// checks that the documented examples, and notifications govgate builds,
-// satisfy it.
 package schemas
 
 import (
