@@ -114,10 +114,10 @@ func (s *chainService) AdminRoutes() []func(*gin.RouterGroup) {
 		})
 		g.GET("/chains", func(c *gin.Context) {
 			type chainView struct {
-				ID        uint64                `json:"id"`
-				Name      string                `json:"name"`
+				ID        uint64                 `json:"id"`
+				Name      string                 `json:"name"`
 				Upstreams []chain.UpstreamStatus `json:"upstreams"`
-				Indexer   []indexer.DAOStatus   `json:"indexer"`
+				Indexer   []indexer.DAOStatus    `json:"indexer"`
 			}
 			items := []chainView{}
 			for id, gw := range s.gateways {
