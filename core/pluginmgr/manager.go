@@ -58,10 +58,16 @@ type Manager struct {
 type batchEntry struct {
 	b       *wasmhost.Batch
 	expires time.Time
+
+	mu     sync.Mutex
+	global *Outcome // the outcome for webhooks without a chain of their own
 }
 
 // New returns a manager; call Sync once before serving, then Run.
 func New(host *wasmhost.Host, st Store, dir string, log *slog.Logger) *Manager {
+	if log == nil {
+		log = slog.Default()
+	}
 	m := &Manager{host: host, st: st, dir: dir, log: log, loaded: map[string]string{}, dirFiles: map[string]string{}, batches: map[string]*batchEntry{}}
 	empty := map[int64][]wasmhost.Entry{}
 	m.chains.Store(&empty)
@@ -132,13 +138,11 @@ func (m *Manager) Sync(ctx context.Context) error {
 			if !p.Enabled || m.loaded[p.Name] == p.SHA256 {
 				continue
 			}
-			info, err := m.host.Load(ctx, p.Wasm)
-			if err != nil {
+			if _, err := m.host.Load(ctx, p.Wasm); err != nil {
 				m.log.Error("plugin failed to load; deliveries through it follow their failure policy", "plugin", p.Name, "err", err)
 				continue
 			}
 			m.loaded[p.Name] = p.SHA256
-			m.log.Info("plugin loaded", "plugin", info.Name, "version", info.Version, "sha256", info.SHA256[:12])
 		}
 	}
 	chains, err := m.st.Chains(ctx)
@@ -339,11 +343,30 @@ type Outcome struct {
 // distinct (plugin, body, config), not one per webhook.
 func (m *Manager) Apply(ctx context.Context, n core.Notification, body []byte, webhookID int64) (Outcome, error) {
 	chains := *m.chains.Load()
-	chain := append(slices.Clip(chains[core.GlobalChain]), chains[webhookID]...)
+	own := chains[webhookID]
+	chain := append(slices.Clip(chains[core.GlobalChain]), own...)
 	if len(chain) == 0 {
 		return Outcome{Keep: true}, nil
 	}
-	res := m.batch(n, body).Run(ctx, chain)
+	e := m.batch(n, body)
+	if len(own) == 0 {
+		// Every webhook without a chain of its own gets the same outcome:
+		// compute it, trace included, once per notification.
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.global == nil {
+			out, err := outcome(e.b.Run(ctx, chain), body)
+			if err != nil {
+				return Outcome{}, err
+			}
+			e.global = &out
+		}
+		return *e.global, nil
+	}
+	return outcome(e.b.Run(ctx, chain), body)
+}
+
+func outcome(res wasmhost.Result, body []byte) (Outcome, error) {
 	trace, err := json.Marshal(steps(res.Steps))
 	if err != nil {
 		return Outcome{}, err
@@ -359,15 +382,15 @@ func (m *Manager) Apply(ctx context.Context, n core.Notification, body []byte, w
 // other deliveries.
 const batchTTL = 2 * time.Minute
 
-func (m *Manager) batch(n core.Notification, body []byte) *wasmhost.Batch {
+func (m *Manager) batch(n core.Notification, body []byte) *batchEntry {
 	m.batchMu.Lock()
 	defer m.batchMu.Unlock()
 	if e, ok := m.batches[n.ID]; ok {
-		return e.b
+		return e
 	}
-	b := m.host.NewBatch(n, body)
-	m.batches[n.ID] = &batchEntry{b: b, expires: time.Now().Add(batchTTL)}
-	return b
+	e := &batchEntry{b: m.host.NewBatch(n, body), expires: time.Now().Add(batchTTL)}
+	m.batches[n.ID] = e
+	return e
 }
 
 func (m *Manager) expireBatches() {
