@@ -21,7 +21,7 @@ type APIConfig struct {
 	DAOs   []core.DAO
 	Health HealthSource
 	Logger *slog.Logger
-	// Routes adds more routes (proposals, OpenAPI document).
+	// Routes adds more routes (proposals).
 	Routes []func(e *gin.Engine)
 }
 
@@ -37,6 +37,7 @@ func NewAPI(cfg APIConfig) http.Handler {
 	for _, d := range daos {
 		known[d.Slug] = true
 	}
+	e.GET("/openapi.yaml", serveOpenAPI)
 	e.GET("/daos", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"items": daos}) })
 	e.GET("/:dao/health", func(c *gin.Context) {
 		slug := c.Param("dao")

@@ -45,10 +45,14 @@ type RegistrationResponse struct {
 }
 
 // NewWebhookService returns the handler of the webhook service:
-// POST /webhooks registers a receiver, DELETE /webhooks deactivates it.
+// POST /webhooks registers a receiver, DELETE /webhooks deactivates it,
+// GET /openapi.yaml serves the OpenAPI document.
 func NewWebhookService(cfg WebhookServiceConfig) http.Handler {
 	log := cfg.Logger
 	e := newEngine(log)
+	// Registered before the rate limiter, which gin applies only to the
+	// routes that come after it: reading the document costs no token.
+	e.GET("/openapi.yaml", serveOpenAPI)
 	limit := newRateLimiter(cfg.RatePerMinute, cfg.Burst)
 	e.Use(limit.middleware(log))
 
