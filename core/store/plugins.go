@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -182,38 +183,12 @@ func (s *Store) Chains(ctx context.Context) (map[int64][]core.ChainEntry, error)
 // PluginsVersion changes whenever a plugin or a chain changes, so that a
 // process can poll it cheaply and reload only then.
 func (s *Store) PluginsVersion(ctx context.Context) (string, error) {
-	var v struct {
-		P, C   int64
-		PT, CT *time.Time
+	var pc, cc int64
+	var pt, ct sql.NullString
+	row := s.db.WithContext(ctx).Raw(`SELECT (SELECT COUNT(*) FROM plugins), (SELECT MAX(updated_at) FROM plugins),
+		(SELECT COUNT(*) FROM plugin_chains), (SELECT MAX(updated_at) FROM plugin_chains)`).Row()
+	if err := row.Scan(&pc, &pt, &cc, &ct); err != nil {
+		return "", fmt.Errorf("plugins version: %w", err)
 	}
-	var p, c []struct {
-		N int64
-	}
-	if err := s.db.WithContext(ctx).Raw(`SELECT COUNT(*) AS n FROM plugins`).Scan(&p).Error; err != nil {
-		return "", err
-	}
-	if err := s.db.WithContext(ctx).Raw(`SELECT COUNT(*) AS n FROM plugin_chains`).Scan(&c).Error; err != nil {
-		return "", err
-	}
-	var lp []pluginRow
-	var lc []chainRow
-	if err := s.db.WithContext(ctx).Select("updated_at").Order("updated_at DESC").Limit(1).Find(&lp).Error; err != nil {
-		return "", err
-	}
-	if err := s.db.WithContext(ctx).Select("updated_at").Order("updated_at DESC").Limit(1).Find(&lc).Error; err != nil {
-		return "", err
-	}
-	if len(p) == 1 {
-		v.P = p[0].N
-	}
-	if len(c) == 1 {
-		v.C = c[0].N
-	}
-	if len(lp) == 1 {
-		v.PT = &lp[0].UpdatedAt
-	}
-	if len(lc) == 1 {
-		v.CT = &lc[0].UpdatedAt
-	}
-	return fmt.Sprintf("%d/%v/%d/%v", v.P, v.PT, v.C, v.CT), nil
+	return fmt.Sprintf("%d/%s/%d/%s", pc, pt.String, cc, ct.String), nil
 }
