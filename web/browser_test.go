@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,19 +21,17 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/govgate/govgate/sdk/plugintest"
 )
 
 // The browser tests drive Debian's Chromium through the DevTools protocol.
-// Run with -update-screenshots (or GOVGATE_SCREENSHOTS=1) to rewrite the
-// pictures in docs/screenshots/.
-var updateScreenshots = flag.Bool("update-screenshots", false, "write docs/screenshots/*.png from the browser tests")
+// GOVGATE_SCREENSHOTS=1 go test -run TestScreenshotsFromDev ./web/ rewrites
+// the pictures in docs/screenshots/ from a real `govgate dev`.
 
 const chromiumPath = "/usr/bin/chromium"
-
-func screenshotsWanted() bool {
-	return *updateScreenshots || os.Getenv("GOVGATE_SCREENSHOTS") == "1"
-}
 
 // tab is one headless Chromium tab for one test.
 type tab struct {
@@ -112,6 +110,12 @@ func (w *lockedBuffer) Write(p []byte) (int, error) {
 	return w.buf.Write(p)
 }
 
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
 // do runs steps and fails the test with what the page showed.
 func (tb *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	tb.t.Helper()
@@ -176,14 +180,34 @@ func (tb *tab) wantText(css string, want ...string) {
 	}
 }
 
-// shot saves the whole page as docs/screenshots/NAME.png when asked to.
-func (tb *tab) shot(name string) {
+// shot saves the page as docs/screenshots/NAME.png: all of it, or, with
+// until, down to the bottom of the first element that matches that CSS
+// selector, so that a long list does not make a picture of a few metres.
+func (tb *tab) shot(name string, until ...string) {
 	tb.t.Helper()
-	if !screenshotsWanted() {
-		return
-	}
 	tb.do("settle", chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0)`), chromedp.Sleep(300*time.Millisecond))
-	png, err := chromedp.Run(tb.ctx, chromedp.FullScreenshot(100))
+	var png []byte
+	var err error
+	if len(until) == 0 {
+		png, err = chromedp.Run(tb.ctx, chromedp.FullScreenshot(100))
+	} else {
+		var bottom float64
+		bottom, err = chromedp.Run(tb.ctx, chromedp.Evaluate[float64](`(() => {
+			const el = document.querySelector(`+strconv.Quote(until[0])+`);
+			const page = document.documentElement.scrollHeight;
+			return el ? Math.min(page, Math.ceil(el.getBoundingClientRect().bottom + window.scrollY + 8)) : page;
+		})()`))
+		if err == nil {
+			var r cdppage.CaptureScreenshotResult
+			r, err = chromedp.Call(tb.ctx, cdppage.CaptureScreenshot, cdppage.CaptureScreenshotParams{
+				Format: cdppage.CaptureScreenshotFormatPng, FromSurface: ptrTo(true), CaptureBeyondViewport: ptrTo(true),
+				Clip: &cdppage.Viewport{X: 0, Y: 0, Width: 1280, Height: bottom, Scale: 1},
+			})
+			if err == nil {
+				png = r.Data
+			}
+		}
+	}
 	if err != nil {
 		tb.t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -197,6 +221,8 @@ func (tb *tab) shot(name string) {
 	tb.t.Logf("wrote docs/screenshots/%s.png", name)
 }
 
+func ptrTo[T any](v T) *T { return &v }
+
 func (tb *tab) signIn(base, token string) {
 	tb.t.Helper()
 	tb.do("sign in", chromedp.Navigate(base+"/admin/"), chromedp.WaitVisible(chromedp.ID("token")),
@@ -205,8 +231,8 @@ func (tb *tab) signIn(base, token string) {
 }
 
 // TestBrowserPages walks every page of the admin page in Chromium, on the
-// in-process stack with seeded data and the contract routes, and takes the
-// screenshots of docs/screenshots/.
+// in-process stack with seeded data and the contract routes. It takes no
+// screenshots: those come from a real `govgate dev` (TestScreenshotsFromDev).
 func TestBrowserPages(t *testing.T) {
 	tb := newTab(t)
 	s := newStack(t, true)
@@ -214,21 +240,9 @@ func TestBrowserPages(t *testing.T) {
 	base := s.srv.URL
 
 	tb.do("open", chromedp.Navigate(base+"/admin/"), chromedp.WaitVisible(chromedp.ID("token")))
-	tb.shot("signin")
 	tb.signIn(base, testToken)
 	tb.wantText("#health-cards", "Uniswap", "Healthy", "ENS", "Degraded", "Arbitrum", "Failing", "Open")
 	tb.wantText("#delivery-stats", "Queue depth", "Succeeded", "Failed")
-	tb.shot("overview")
-	if screenshotsWanted() {
-		_, err := chromedp.Call(tb.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tb.shot("overview-dark")
-		if _, err := chromedp.Call(tb.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	// The overview refreshes itself: a new failing state shows up without a reload.
 	s.contract.mu.Lock()
@@ -241,7 +255,6 @@ func TestBrowserPages(t *testing.T) {
 
 	tb.do("webhooks", chromedp.Navigate(base+"/admin/ui/webhooks"), chromedp.WaitVisible(chromedp.ID("webhooks-table")))
 	tb.wantText("#webhooks-table", "hooks.example.org", "Deactivated", "100%")
-	tb.shot("webhooks")
 
 	tb.do("search", chromedp.SendKeys(chromedp.ID("search"), "discord"), chromedp.Submit(chromedp.ID("search")))
 	tb.waitLocation("search=discord")
@@ -260,7 +273,6 @@ func TestBrowserPages(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS(".chain-entry .chain-config"), `{"types": ["proposal.created"]}`),
 		chromedp.Click(chromedp.CSS(".chain-save")),
 		chromedp.Poll[chromedp.Void](`document.querySelector('.chain-status').innerText.startsWith("Saved")`, chromedp.WithPollingTimeout(10*time.Second)))
-	tb.shot("webhook-detail")
 	s.contract.mu.Lock()
 	saved := fmt.Sprint(s.contract.hooks["3"])
 	s.contract.mu.Unlock()
@@ -289,14 +301,12 @@ func TestBrowserPages(t *testing.T) {
 	tb.do("try it", chromedp.SetValue(chromedp.ID("try-sample"), "1"),
 		chromedp.Click(chromedp.ID("try-run")), chromedp.WaitVisible(chromedp.ID("try-output")))
 	tb.wantText("#try-output", "Kept", "type-filter", "slack-format", "formatted for Slack")
-	tb.shot("plugins")
 	tb.do("upload garbage", chromedp.SetUploadFiles(chromedp.ID("module"), []string{writeFile(t, "bad.wasm", []byte("not wasm"))}),
 		chromedp.Submit(chromedp.ID("upload-form")), chromedp.WaitVisible(chromedp.CSS(".flash-error")))
 	tb.wantText(".flash-error", "not a WebAssembly module")
 
 	tb.do("notifications", chromedp.Navigate(base+"/admin/ui/notifications"), chromedp.WaitVisible(chromedp.ID("feed")))
 	tb.wantText("#feed", "proposal.executed", "ntf_05")
-	tb.shot("notifications")
 	tb.do("send a test notification", chromedp.SetValue(chromedp.ID("s-id"), "ntf_browser"), chromedp.Submit(chromedp.ID("send-form")),
 		chromedp.WaitVisible(chromedp.CSS(".flash-ok")))
 	tb.wantText("#feed", "ntf_browser")
@@ -395,6 +405,176 @@ func TestBrowserAgainstGovgate(t *testing.T) {
 	}
 }
 
+// TestScreenshotsFromDev takes the pictures of docs/screenshots/ from a real
+// `govgate dev`: the in-process chain with its two DAOs and scripted
+// governance activity, the demo receiver that verifies every signature, and
+// the repository's own plugins. It runs only with GOVGATE_SCREENSHOTS=1:
+//
+//	GOVGATE_SCREENSHOTS=1 go test -run TestScreenshotsFromDev ./web/
+func TestScreenshotsFromDev(t *testing.T) {
+	if os.Getenv("GOVGATE_SCREENSHOTS") != "1" {
+		t.Skip("set GOVGATE_SCREENSHOTS=1 to rewrite docs/screenshots/*.png from a real `govgate dev` (takes about two minutes)")
+	}
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("%s is missing: install Debian's chromium package (apt-get install -y chromium) to take the screenshots", chromiumPath)
+	}
+	g := startGovgateDev(t)
+	base := "http://" + g.admin
+	api := func(method, path string, v any) []byte {
+		t.Helper()
+		resp, body := apiDo(t, method, base+path, binaryToken, v)
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, body)
+		}
+		return body
+	}
+	var plugins struct {
+		Items []struct {
+			Name   string
+			Loaded bool
+		}
+	}
+	json.Unmarshal(api("GET", "/admin/api/plugins", nil), &plugins)
+	if len(plugins.Items) != len(devPlugins)+1 {
+		t.Fatalf("govgate dev lists %d plugins, want %d: %+v", len(plugins.Items), len(devPlugins)+1, plugins.Items)
+	}
+	for _, p := range plugins.Items {
+		if !p.Loaded {
+			t.Fatalf("plugin %s is not loaded", p.Name)
+		}
+	}
+	// A global chain that keeps the dev DAOs, and the Slack format on the
+	// demo receiver's own deliveries: it verifies the signature over the
+	// transformed bytes.
+	api("PUT", "/admin/api/chain", map[string]any{"items": []any{map[string]any{"plugin": "dao-filter", "config": map[string]any{"daos": []string{"dev-oz", "dev-bravo"}}}}})
+	api("PUT", "/admin/api/webhooks/1/chain", map[string]any{"items": []any{map[string]any{"plugin": "slack", "config": map[string]any{}}}})
+
+	// Let the scripted activity run: proposals, votes, queues, executions.
+	time.Sleep(30 * time.Second)
+	waitFor(t, "every DAO to be healthy and deliveries to succeed", 60*time.Second, func() bool {
+		var h struct{ Items []struct{ Status string } }
+		json.Unmarshal(api("GET", "/admin/api/health", nil), &h)
+		var st struct {
+			DeliveriesByState map[string]int
+			QueueDepth        int
+		}
+		json.Unmarshal(api("GET", "/admin/api/stats", nil), &st)
+		healthy := len(h.Items) == 2
+		for _, d := range h.Items {
+			healthy = healthy && d.Status == "pass"
+		}
+		return healthy && st.DeliveriesByState["succeeded"] >= 20 && st.QueueDepth == 0
+	})
+	if strings.Contains(g.logs.String(), "dev receiver refused a delivery") {
+		t.Fatalf("the demo receiver refused a delivery:\n%s", g.logs.String())
+	}
+
+	// A 1280x900 desktop, without animations caught half-way.
+	tb := newTab(t)
+	media := func(scheme string) {
+		t.Helper()
+		_, err := chromedp.Call(tb.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{
+			{Name: "prefers-color-scheme", Value: scheme}, {Name: "prefers-reduced-motion", Value: "reduce"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	tb.do("viewport", chromedp.EmulateViewport(1280, 900))
+	media("light")
+	tb.do("open", chromedp.Navigate(base+"/admin/"), chromedp.WaitVisible(chromedp.ID("token")))
+	tb.shot("signin")
+	tb.signIn(base, binaryToken)
+	tb.wantText("#health-cards", "dev-oz", "dev-bravo", "Healthy")
+	tb.wantText("#delivery-stats", "Succeeded")
+	tb.shot("overview")
+	media("dark")
+	tb.shot("overview-dark")
+	media("light")
+
+	// A second webhook, registered as a user would, beside the demo receiver.
+	resp, body := apiDo(t, "POST", "http://"+g.webhooks+"/webhooks", "", map[string]string{"url": "https://hooks.example.com/govgate"})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("register: %d %s", resp.StatusCode, body)
+	}
+	tb.do("webhooks", chromedp.Navigate(base+"/admin/ui/webhooks"), chromedp.WaitVisible(chromedp.ID("webhooks-table")))
+	tb.wantText("#webhooks-table", "hooks.example.com", "/govgate", "100%")
+	tb.shot("webhooks")
+
+	tb.do("detail", chromedp.Navigate(base+"/admin/ui/webhooks/1"), chromedp.WaitVisible(chromedp.ID("deliveries")))
+	tb.wantText("#deliveries", "Succeeded")
+	tb.do("attempt log", chromedp.Click(chromedp.CSS("#deliveries details.attempts summary")), chromedp.WaitVisible(chromedp.CSS("#deliveries details.attempts table")))
+	tb.wantText("#deliveries details.attempts table", "204", "slack")
+	tb.shot("webhook-detail", "#deliveries > li:nth-child(7)")
+
+	tb.do("plugins", chromedp.Navigate(base+"/admin/ui/plugins"), chromedp.WaitVisible(chromedp.ID("plugins-table")))
+	tb.wantText("#plugins-table", "dao-filter", "slack", "wat-type-filter")
+	tb.scripted()
+	tb.do("try it", chromedp.SetValue(chromedp.ID("try-chain"), "slack"),
+		chromedp.Click(chromedp.ID("try-run")), chromedp.WaitVisible(chromedp.ID("try-output")))
+	tb.wantText("#try-output", "Kept", "slack")
+	tb.shot("plugins")
+
+	tb.do("notifications", chromedp.Navigate(base+"/admin/ui/notifications"), chromedp.WaitVisible(chromedp.ID("feed")))
+	tb.wantText("#feed", "dev-oz", "dev-bravo", "vote.cast")
+	tb.do("event data", chromedp.Click(chromedp.CSS("#feed > li:first-child details summary")), chromedp.WaitVisible(chromedp.CSS("#feed > li:first-child details pre")))
+	tb.shot("notifications", "#feed > li:nth-child(10)")
+}
+
+// devPlugins are the repository's Go plugins that TestScreenshotsFromDev
+// builds for govgate dev; the hand-written wat-type-filter comes as its
+// committed plugin.wasm.
+var devPlugins = []string{"dao-filter", "event-filter", "slack", "discord"}
+
+type govgateDev struct {
+	admin, webhooks string
+	logs            *lockedBuffer
+}
+
+// startGovgateDev runs `govgate dev` on SQLite with the repository's
+// plugins in its plugins directory.
+func startGovgateDev(t *testing.T) govgateDev {
+	t.Helper()
+	dir := t.TempDir()
+	pluginsDir := filepath.Join(dir, "plugins")
+	if err := os.Mkdir(pluginsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range devPlugins {
+		wasm := plugintest.Build(t, filepath.Join("..", "plugins", name))
+		if err := os.WriteFile(filepath.Join(pluginsDir, name+".wasm"), wasm, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wat, err := os.ReadFile(filepath.Join("..", "plugins", "wat-type-filter", "plugin.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pluginsDir, "wat-type-filter.wasm"), wat, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := govgateDev{admin: freeAddr(t), webhooks: freeAddr(t)}
+	g.logs = runGovgate(t, []string{"dev"}, []string{
+		"GOVGATE_DATABASE_URL=sqlite:" + filepath.Join(dir, "govgate.db"),
+		"GOVGATE_ADMIN_TOKEN=" + binaryToken,
+		"GOVGATE_API_ADDR=" + freeAddr(t), "GOVGATE_WEBHOOKS_ADDR=" + g.webhooks, "GOVGATE_ADMIN_ADDR=" + g.admin,
+		"GOVGATE_DEV_RECEIVER_ADDR=127.0.0.1:0",
+		"GOVGATE_PLUGINS_DIR=" + pluginsDir,
+		"TMPDIR=" + t.TempDir(),
+	}, g.admin, 3*time.Minute)
+	return g
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 func writeFile(t *testing.T, name string, b []byte) string {
 	p := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(p, b, 0o644); err != nil {
@@ -432,35 +612,69 @@ type govgateProc struct {
 	admin, webhooks, receiver string
 }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// startGovgate builds govgate (once), starts `govgate serve` on SQLite with
-// a real HTTPS receiver whose CA it trusts, and stops it when the test ends.
-func startGovgate(t *testing.T) govgateProc {
+// buildGovgate builds the govgate binary into the test's own directory:
+// each test that runs govgate has its binary (the go build cache keeps the
+// second build short), so no test removes another's.
+func buildGovgate(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "govgate-web-")
-		if err != nil {
-			buildErr = err
-			return
+	bin := filepath.Join(t.TempDir(), "govgate")
+	if out, err := exec.Command("go", "build", "-o", bin, "../core/cmd/govgate").CombinedOutput(); err != nil {
+		t.Fatalf("build govgate: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runGovgate starts the govgate binary with args and env added to the
+// test's environment, waits until its admin listener at admin serves the
+// page, and stops it when the test ends. Its log is printed when the test
+// fails and kept in the returned buffer.
+func runGovgate(t *testing.T, args, env []string, admin string, startup time.Duration) *lockedBuffer {
+	t.Helper()
+	cmd := exec.Command(buildGovgate(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	logs := &lockedBuffer{buf: &bytes.Buffer{}}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-exited
 		}
-		binPath = filepath.Join(dir, "govgate")
-		out, err := exec.Command("go", "build", "-o", binPath, "../core/cmd/govgate").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("build govgate: %v\n%s", err, out)
+		if t.Failed() {
+			t.Logf("govgate log:\n%s", logs.String())
 		}
 	})
-	if binPath != "" {
-		t.Cleanup(func() { os.RemoveAll(filepath.Dir(binPath)) })
+	deadline := time.Now().Add(startup)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + admin + "/admin/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET /admin/ on govgate: %d (is web.New wired into the admin listener?)", resp.StatusCode)
+			}
+			return logs
+		}
+		select {
+		case <-exited:
+			t.Fatalf("govgate exited at start:\n%s", logs.String())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
+	t.Fatalf("govgate did not start in %s:\n%s", startup, logs.String())
+	return logs
+}
 
+// startGovgate starts `govgate serve` on SQLite with a real HTTPS receiver
+// whose CA it trusts.
+func startGovgate(t *testing.T) govgateProc {
+	t.Helper()
 	rcv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
@@ -482,54 +696,13 @@ daos:
   - {slug: ens, name: ENS, chain_id: 1, governor: "0x323A76393544d5ecca80cd6ef2A560C6a395b7E3", kind: oz-governor}
 `), 0o600)
 	p := govgateProc{admin: freeAddr(t), webhooks: freeAddr(t), receiver: rcv.URL}
-	api := freeAddr(t)
-	cmd := exec.Command(binPath, "serve", "--config", cfg)
-	cmd.Env = append(os.Environ(),
-		"GOVGATE_DATABASE_URL=sqlite:"+filepath.Join(dir, "govgate.db"),
-		"GOVGATE_ADMIN_TOKEN="+binaryToken,
+	runGovgate(t, []string{"serve", "--config", cfg}, []string{
+		"GOVGATE_DATABASE_URL=sqlite:" + filepath.Join(dir, "govgate.db"),
+		"GOVGATE_ADMIN_TOKEN=" + binaryToken,
 		"GOVGATE_DELIVERY_ALLOW_PRIVATE=true",
-		"GOVGATE_DELIVERY_CA_FILE="+ca,
-		"GOVGATE_API_ADDR="+api, "GOVGATE_WEBHOOKS_ADDR="+p.webhooks, "GOVGATE_ADMIN_ADDR="+p.admin,
-	)
-	var logs lockedBuffer
-	logs.buf = &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			logs.mu.Lock()
-			t.Logf("govgate log:\n%s", logs.buf.String())
-			logs.mu.Unlock()
-		}
-	})
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get("http://" + p.admin + "/admin/")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("GET /admin/ on govgate: %d (is web.New wired into the admin listener?)", resp.StatusCode)
-			}
-			return p
-		}
-		select {
-		case <-exited:
-			t.Fatalf("govgate exited at start:\n%s", logs.buf.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	t.Fatalf("govgate did not start")
+		"GOVGATE_DELIVERY_CA_FILE=" + ca,
+		"GOVGATE_API_ADDR=" + freeAddr(t), "GOVGATE_WEBHOOKS_ADDR=" + p.webhooks, "GOVGATE_ADMIN_ADDR=" + p.admin,
+	}, p.admin, 60*time.Second)
 	return p
 }
 
