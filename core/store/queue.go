@@ -98,6 +98,11 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 	q := s.bind(`UPDATE deliveries SET state = ?, lease_token = ?, next_attempt_at = ?, attempts = attempts + 1, updated_at = ?
 		WHERE id IN (SELECT id FROM deliveries WHERE ` + where + ` ORDER BY next_attempt_at, id LIMIT ?` + lock + `)
 		RETURNING id, notification_id, webhook_id, attempts`)
+	if s.dialect == Postgres {
+		// One round trip: the claimed rows come back with their
+		// notification and webhook.
+		return s.claimJoined(ctx, q, args, token, now)
+	}
 	type claim struct {
 		id, webhook int64
 		note        string
@@ -199,6 +204,70 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 			Notification: n.n, Body: n.body,
 			WebhookID: c.webhook, WebhookURL: h.url, Secret: h.secret,
 		})
+	}
+	return jobs, nil
+}
+
+// claimJoined runs the claim as a data-modifying CTE joined to the
+// notifications and webhooks it needs (PostgreSQL).
+func (s *Store) claimJoined(ctx context.Context, update string, args []any, token string, now time.Time) ([]core.Job, error) {
+	q := `WITH c AS (` + update + `)
+		SELECT c.id, c.notification_id, c.webhook_id, c.attempts, n.body, w.url, w.state, w.secret_ciphertext
+		FROM c JOIN notifications n ON n.id = c.notification_id JOIN webhooks w ON w.id = c.webhook_id`
+	rows, err := s.pool().QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	defer rows.Close()
+	type hook struct {
+		url, secret string
+		active      bool
+	}
+	notes := map[string]core.Notification{}
+	hooks := map[int64]hook{}
+	var jobs []core.Job
+	var orphans []int64
+	for rows.Next() {
+		var (
+			j                  core.Job
+			noteID, url, state string
+			body, sealed       []byte
+		)
+		if err := rows.Scan(&j.DeliveryID, &noteID, &j.WebhookID, &j.Attempt, &body, &url, &state, &sealed); err != nil {
+			return nil, fmt.Errorf("claim deliveries: %w", err)
+		}
+		h, ok := hooks[j.WebhookID]
+		if !ok {
+			h = hook{url: url, active: state == string(core.WebhookActive)}
+			if h.active {
+				if h.secret, err = s.openSecret(url, sealed); err != nil {
+					return nil, err
+				}
+			}
+			hooks[j.WebhookID] = h
+		}
+		if !h.active {
+			orphans = append(orphans, j.DeliveryID)
+			continue
+		}
+		n, ok := notes[noteID]
+		if !ok {
+			r := notificationRow{ID: noteID, Body: body}
+			if n, err = r.domain(); err != nil {
+				return nil, err
+			}
+			notes[noteID] = n
+		}
+		j.LeaseToken, j.Notification, j.Body, j.WebhookURL, j.Secret = token, n, body, h.url, h.secret
+		jobs = append(jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	for _, id := range orphans {
+		// The webhook was deactivated between fan-out and claim.
+		s.pool().ExecContext(ctx, s.bind(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND lease_token = ?`),
+			string(core.DeliveryCanceled), now, now, "webhook deactivated", id, token)
 	}
 	return jobs, nil
 }

@@ -45,6 +45,7 @@ var (
 	webhooks      = flag.Int("webhooks", 50, "webhooks in the throughput runs")
 	notifications = flag.Int("notifications", 200, "notifications in the throughput runs")
 	workers       = flag.Int("workers", 32, "dispatcher workers (and ceiling client concurrency)")
+	batchSize     = flag.Int("batch", 64, "dispatcher claim batch size")
 	fanout        = flag.Int("fanout", 100_000, "webhooks in the fan-out run")
 	cpuProfile    = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	rounds        = flag.Int("rounds", 3, "rounds of each ratio figure; each round measures the baseline and the subject back to back, and the medians are reported")
@@ -364,7 +365,7 @@ func startPipeline(ctx context.Context, dbURL string, client *http.Client, rcv *
 	}
 	d, err := delivery.New(delivery.Config{
 		Queue: st, Client: client, Transformer: tr, UserAgent: "govgate-bench", Timeout: 10 * time.Second, Workers: *workers,
-		PerWebhookConcurrency: 8, Schedule: []time.Duration{time.Second}, Lease: time.Minute, BatchSize: 64, PollInterval: 50 * time.Millisecond,
+		PerWebhookConcurrency: 8, Schedule: []time.Duration{time.Second}, Lease: time.Minute, BatchSize: *batchSize, PollInterval: 50 * time.Millisecond,
 	})
 	if err != nil {
 		return nil, err
