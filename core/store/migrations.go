@@ -16,6 +16,7 @@ var migrations = []*gormigrate.Migration{
 	{ID: "0001_webhooks_notifications_deliveries", Migrate: migrate0001, Rollback: rollback0001},
 	{ID: "0002_plugins_and_chains", Migrate: migrate0002, Rollback: rollback0002},
 	{ID: "0003_chain_index", Migrate: migrate0003, Rollback: rollback0003},
+	{ID: "0004_deliveries_indexes", Migrate: migrate0004, Rollback: rollback0004},
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -109,4 +110,20 @@ func migrate0001(tx *gorm.DB) error {
 
 func rollback0001(tx *gorm.DB) error {
 	return tx.Migrator().DropTable("delivery_attempts", "deliveries", "notifications", "webhooks")
+}
+
+// migrate0004 lets listing a webhook's newest deliveries walk
+// (webhook_id, id) instead of sorting all of that webhook's rows.
+func migrate0004(tx *gorm.DB) error {
+	if err := tx.Exec(`CREATE INDEX ix_deliveries_webhook_id ON deliveries (webhook_id, id)`).Error; err != nil {
+		return err
+	}
+	return tx.Exec(`DROP INDEX ix_deliveries_webhook`).Error
+}
+
+func rollback0004(tx *gorm.DB) error {
+	if err := tx.Exec(`CREATE INDEX ix_deliveries_webhook ON deliveries (webhook_id)`).Error; err != nil {
+		return err
+	}
+	return tx.Exec(`DROP INDEX ix_deliveries_webhook_id`).Error
 }
