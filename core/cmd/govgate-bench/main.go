@@ -643,14 +643,17 @@ func healthRatio(ctx context.Context, tmp string) (float64, error) {
 
 // postgresCPU sums the CPU seconds of every postgres process (debug output).
 func postgresCPU() float64 {
-	out, err := exec.Command("ps", "-C", "postgres", "-o", "times=").Output()
-	if err != nil {
-		return 0
-	}
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
 	total := 0.0
-	for _, f := range strings.Fields(string(out)) {
-		v, _ := strconv.ParseFloat(f, 64)
-		total += v
+	for _, d := range dirs {
+		raw, err := os.ReadFile(d)
+		if err != nil || !strings.Contains(string(raw), "(postgres)") {
+			continue
+		}
+		f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+		ut, _ := strconv.ParseFloat(f[11], 64)
+		st, _ := strconv.ParseFloat(f[12], 64)
+		total += (ut + st) / 100
 	}
 	return total
 }
