@@ -337,7 +337,16 @@ func (c *Chain) Fork(parent common.Hash) error {
 func (c *Chain) AdjustTime(d time.Duration) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.backend.AdjustTime(d)
+	var err error
+	for try := 0; try < 5; try++ {
+		if err = c.backend.AdjustTime(d); err == nil {
+			return nil
+		}
+		// The backend refuses while the pending block holds transactions
+		// (one the pool promoted late): seal them first, then jump.
+		c.commitLocked()
+	}
+	return err
 }
 
 // Head returns the latest block's header.

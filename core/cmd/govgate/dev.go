@@ -50,8 +50,18 @@ func startDevChain(ctx context.Context, cfg *config.Config, log *slog.Logger) (*
 	cfg.DAOs = c.DAOs()
 	log.Info("dev chain running", "rpc", c.RPCURL(), "chain_id", c.ChainID(), "daos", len(cfg.DAOs))
 	go func() {
-		if err := c.RunActivity(ctx, 5*time.Second); err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
-			log.Error("dev chain activity stopped", "err", err)
+		// A failed scene is logged and the script starts again: dev mode
+		// should keep producing governance activity for as long as it runs.
+		for ctx.Err() == nil {
+			err := c.RunActivity(ctx, 5*time.Second)
+			if err == nil || errors.Is(err, context.Canceled) || ctx.Err() != nil {
+				return
+			}
+			log.Warn("dev chain scene failed; continuing", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(2 * time.Second):
+			}
 		}
 	}()
 
