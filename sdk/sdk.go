@@ -112,7 +112,7 @@ type Sample struct {
 func Plugin(m Meta) {
 	am := abi.Meta{Name: m.Name, Version: m.Version, ConfigSchema: m.ConfigSchema}
 	for _, s := range m.Samples {
-		cfg, err := marshalConfig(s.Config)
+		cfg, err := guest.MarshalConfig(s.Config)
 		if err != nil {
 			panic(fmt.Sprintf("sdk: sample %q: %v", s.Name, err))
 		}
@@ -122,20 +122,6 @@ func Plugin(m Meta) {
 		})
 	}
 	guest.SetMeta(am)
-}
-
-func marshalConfig(c any) (json.RawMessage, error) {
-	switch c := c.(type) {
-	case nil:
-		return nil, nil
-	case json.RawMessage:
-		return c, nil
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil, fmt.Errorf("marshal config: %w", err)
-	}
-	return b, nil
 }
 
 // Filter registers the plugin's filter: it returns whether the notification

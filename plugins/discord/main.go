@@ -7,9 +7,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/govgate/govgate/plugins/internal/event"
@@ -93,19 +91,7 @@ func render(n sdk.Notification, cfg Config) ([]byte, error) {
 	}
 	msg := message{Username: cfg.Username, Content: event.Truncate(m.Summary, maxContent), Embeds: []embed{e}}
 	msg.AllowedMentions.Parse = []string{}
-	return marshal(msg)
-}
-
-// marshal encodes v without escaping <, > and & as \u003c...: Slack and
-// Discord read either, people reading deliveries read this one better.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("encode message: %w", err)
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return event.Marshal(msg)
 }
 
 func init() {

@@ -7,7 +7,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -95,19 +94,7 @@ func render(n sdk.Notification, cfg Config) ([]byte, error) {
 		ctx += " · " + n.OccurredAt.UTC().Format(time.RFC3339)
 	}
 	blocks = append(blocks, block{Type: "context", Elements: []text{{Type: "mrkdwn", Text: escape(ctx)}}})
-	return marshal(message{Text: event.Truncate(m.Summary, maxText), Blocks: blocks})
-}
-
-// marshal encodes v without escaping <, > and & as \u003c...: Slack and
-// Discord read either, people reading deliveries read this one better.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("encode message: %w", err)
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return event.Marshal(message{Text: event.Truncate(m.Summary, maxText), Blocks: blocks})
 }
 
 func init() {

@@ -202,7 +202,7 @@ func inputs(meta abi.Meta, cases []Case) ([]input, error) {
 		if name == "" {
 			name = fmt.Sprintf("case %d", i)
 		}
-		cfg, err := marshalConfig(c.Config)
+		cfg, err := guest.MarshalConfig(c.Config)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -328,20 +328,6 @@ func hookList(hooks []abi.Hook) string {
 	return strings.Join(s, ",")
 }
 
-func marshalConfig(c any) (json.RawMessage, error) {
-	switch c := c.(type) {
-	case nil:
-		return nil, nil
-	case json.RawMessage:
-		return c, nil
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil, fmt.Errorf("marshal config: %w", err)
-	}
-	return b, nil
-}
-
 // Filter calls the registered filter natively, for unit tests and examples.
 func Filter(n sdk.Notification, cfg any) (keep bool, err error) {
 	r, err := callNative(abi.HookFilter, n, nil, cfg)
@@ -362,7 +348,7 @@ func Transform(n sdk.Notification, body []byte, cfg any) (sdk.Output, error) {
 }
 
 func callNative(hook abi.Hook, n sdk.Notification, body []byte, cfg any) (abi.Result, error) {
-	c, err := marshalConfig(cfg)
+	c, err := guest.MarshalConfig(cfg)
 	if err != nil {
 		return abi.Result{}, err
 	}

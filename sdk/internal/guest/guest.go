@@ -124,3 +124,19 @@ func call(f Func, in *abi.Input, cfg []byte) (r abi.Result) {
 	}()
 	return f(&in.Notification, in, cfg)
 }
+
+// MarshalConfig encodes a sample's or a test case's config: nil stays nil,
+// raw JSON is passed through, anything else is marshalled.
+func MarshalConfig(c any) (json.RawMessage, error) {
+	switch c := c.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return c, nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("marshal config: %w", err)
+	}
+	return b, nil
+}
