@@ -134,9 +134,8 @@ func (p *proc) start() {
 	t.Cleanup(func() { p.stop() })
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get("http://" + p.api + "/daos")
-		if err == nil {
-			resp.Body.Close()
+		// serve opens its listeners one after another: wait for all three.
+		if listening(p.api) && listening(p.webhooks) && listening(p.admin) {
 			return
 		}
 		select {
@@ -146,6 +145,15 @@ func (p *proc) start() {
 		}
 	}
 	t.Fatalf("govgate did not start:\n%s", p.logs())
+}
+
+func listening(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 func (p *proc) logs() string {
