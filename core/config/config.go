@@ -336,16 +336,6 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// DAO returns the configured DAO with the given slug.
-func (c *Config) DAO(slug string) (core.DAO, bool) {
-	for _, d := range c.DAOs {
-		if d.Slug == slug {
-			return d, true
-		}
-	}
-	return core.DAO{}, false
-}
-
 func isHexAddress(s string) bool {
 	if len(s) != 42 || (s[:2] != "0x" && s[:2] != "0X") {
 		return false

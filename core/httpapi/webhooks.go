@@ -117,11 +117,11 @@ func NewWebhookService(cfg WebhookServiceConfig) http.Handler {
 // rateLimiter is a token bucket per client IP (golang.org/x/time/rate),
 // forgetting clients idle for ten minutes.
 type rateLimiter struct {
-	mu       sync.Mutex
-	perSec   rate.Limit
-	burst    int
-	clients  map[string]*client
-	lastSwep time.Time
+	mu        sync.Mutex
+	perSec    rate.Limit
+	burst     int
+	clients   map[string]*client
+	lastSweep time.Time
 }
 
 type client struct {
@@ -136,13 +136,13 @@ func newRateLimiter(perMinute float64, burst int) *rateLimiter {
 func (l *rateLimiter) reserve(key string, now time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if now.Sub(l.lastSwep) > time.Minute {
+	if now.Sub(l.lastSweep) > time.Minute {
 		for k, c := range l.clients {
 			if now.Sub(c.seen) > 10*time.Minute {
 				delete(l.clients, k)
 			}
 		}
-		l.lastSwep = now
+		l.lastSweep = now
 	}
 	c := l.clients[key]
 	if c == nil {

@@ -179,7 +179,7 @@ func (m *Manager) importDir(ctx context.Context) error {
 		if m.dirFiles[f] == digest {
 			continue
 		}
-		if _, err := m.save(ctx, wasm, "dir", false); err != nil {
+		if _, err := m.save(ctx, wasm, "dir"); err != nil {
 			m.log.Error("plugin file refused", "file", f, "err", err)
 		} else {
 			m.log.Info("plugin imported from directory", "file", f)
@@ -209,7 +209,7 @@ func (m *Manager) List(ctx context.Context) ([]core.PluginView, error) {
 // Upload checks a module (ABI, exports, metadata, its own samples) and, if
 // it passes, stores and activates it, replacing a plugin of the same name.
 func (m *Manager) Upload(ctx context.Context, wasm []byte) (core.PluginView, error) {
-	v, err := m.save(ctx, wasm, "upload", true)
+	v, err := m.save(ctx, wasm, "upload")
 	if err != nil {
 		return core.PluginView{}, err
 	}
@@ -219,7 +219,7 @@ func (m *Manager) Upload(ctx context.Context, wasm []byte) (core.PluginView, err
 	return v, nil
 }
 
-func (m *Manager) save(ctx context.Context, wasm []byte, source string, _ bool) (core.PluginView, error) {
+func (m *Manager) save(ctx context.Context, wasm []byte, source string) (core.PluginView, error) {
 	if len(wasm) == 0 {
 		return core.PluginView{}, core.Errorf(core.ECodeInvalidRequest, "the body must be a WebAssembly module")
 	}

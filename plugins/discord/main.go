@@ -16,14 +16,9 @@ import (
 
 // Config words the message.
 type Config struct {
+	event.Wording
 	// Username overrides the webhook's name in the channel.
 	Username string `json:"username"`
-	// ProposalURL links the proposal: a template with {dao} and
-	// {proposalId}.
-	ProposalURL string `json:"proposalUrl"`
-	// WeightDecimals is the number of decimals of the voting token
-	// (default 18).
-	WeightDecimals *int `json:"weightDecimals"`
 }
 
 // Discord limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits).
@@ -68,11 +63,7 @@ type message struct {
 }
 
 func render(n sdk.Notification, cfg Config) ([]byte, error) {
-	decimals := 18
-	if cfg.WeightDecimals != nil {
-		decimals = *cfg.WeightDecimals
-	}
-	m, err := event.Describe(n, event.Options{ProposalURL: cfg.ProposalURL, WeightDecimals: decimals})
+	m, err := event.Describe(n, cfg.Options())
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/govgate/govgate/plugins/internal/event"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ var created = sdk.Notification{
 
 func TestPlugin(t *testing.T) {
 	plugintest.Run(t,
-		plugintest.Case{Name: "proposal with a link", Input: created, Config: Config{ProposalURL: "https://x.test/{dao}/{proposalId}"}, Want: &plugintest.Want{Keep: true}},
+		plugintest.Case{Name: "proposal with a link", Input: created, Config: Config{Wording: event.Wording{ProposalURL: "https://x.test/{dao}/{proposalId}"}}, Want: &plugintest.Want{Keep: true}},
 		plugintest.Case{
 			Name:  "vote against",
 			Input: sdk.Notification{ID: "n3", Type: sdk.TypeVoteCast, DAO: "ens", Data: json.RawMessage(`{"voter":"0xabc","support":"0","weight":"5000000000000000000","proposalId":"1"}`)},
@@ -30,7 +31,7 @@ func TestPlugin(t *testing.T) {
 }
 
 func TestEmbed(t *testing.T) {
-	out, err := plugintest.Transform(created, nil, Config{ProposalURL: "https://x.test/{dao}/{proposalId}"})
+	out, err := plugintest.Transform(created, nil, Config{Wording: event.Wording{ProposalURL: "https://x.test/{dao}/{proposalId}"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,12 +18,7 @@ import (
 
 // Config words the message.
 type Config struct {
-	// ProposalURL links the proposal: a template with {dao} and
-	// {proposalId}, such as https://www.tally.xyz/gov/{dao}/proposal/{proposalId}.
-	ProposalURL string `json:"proposalUrl"`
-	// WeightDecimals is the number of decimals of the voting token
-	// (default 18).
-	WeightDecimals *int `json:"weightDecimals"`
+	event.Wording
 }
 
 // Slack limits (https://api.slack.com/reference/block-kit/blocks).
@@ -61,11 +56,7 @@ type message struct {
 var escape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
 
 func render(n sdk.Notification, cfg Config) ([]byte, error) {
-	decimals := 18
-	if cfg.WeightDecimals != nil {
-		decimals = *cfg.WeightDecimals
-	}
-	m, err := event.Describe(n, event.Options{ProposalURL: cfg.ProposalURL, WeightDecimals: decimals})
+	m, err := event.Describe(n, cfg.Options())
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/govgate/govgate/plugins/internal/event"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func TestPlugin(t *testing.T) {
 	plugintest.Run(t,
 		plugintest.Case{
 			Name: "vote with a link", Input: vote,
-			Config: Config{ProposalURL: "https://www.tally.xyz/gov/{dao}/proposal/{proposalId}"},
+			Config: Config{Wording: event.Wording{ProposalURL: "https://www.tally.xyz/gov/{dao}/proposal/{proposalId}"}},
 			Want:   &plugintest.Want{Keep: true, ContentType: "application/json"},
 		},
 		plugintest.Case{
@@ -40,7 +41,7 @@ func TestPlugin(t *testing.T) {
 }
 
 func TestVoteMessage(t *testing.T) {
-	out, err := plugintest.Transform(vote, nil, Config{ProposalURL: "https://x.test/{dao}/{proposalId}"})
+	out, err := plugintest.Transform(vote, nil, Config{Wording: event.Wording{ProposalURL: "https://x.test/{dao}/{proposalId}"}})
 	if err != nil {
 		t.Fatal(err)
 	}

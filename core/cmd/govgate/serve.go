@@ -276,25 +276,20 @@ func secretBox(cfg config.Config, log *slog.Logger) (*secrets.Box, error) {
 }
 
 func adminHandler(cfg config.Config, log *slog.Logger, st httpapi.AdminStore, reg *prometheus.Registry, plugins *pluginService, chains *chainService) http.Handler {
+	ac := httpapi.AdminConfig{
+		Store: st, DAOs: cfg.DAOs, Token: cfg.Admin.Token, Logger: log,
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Routes:  append(plugins.AdminRoutes(), chains.AdminRoutes()...),
+	}
 	// The page calls the admin API in-process, and the API serves the page:
 	// api forwards to the handler built below.
 	var admin http.Handler
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { admin.ServeHTTP(w, r) })
-	ui, err := web.New(web.Config{API: api, Token: cfg.Admin.Token, Logger: log, SecureCookies: cfg.Admin.SecureCookies})
-	if err != nil { // only a broken build fails here; the API still runs
-		log.Error("admin page disabled", "err", err)
-		return httpapi.NewAdmin(httpapi.AdminConfig{
-			Store: st, DAOs: cfg.DAOs, Token: cfg.Admin.Token, Logger: log,
-			Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-			Routes:  append(plugins.AdminRoutes(), chains.AdminRoutes()...),
-		})
+	if ui, err := web.New(web.Config{API: api, Token: cfg.Admin.Token, Logger: log, SecureCookies: cfg.Admin.SecureCookies}); err != nil {
+		log.Error("admin page disabled; the admin API still runs", "err", err)
+	} else {
+		ac.UI, ac.Authorized = ui, ui.Authorized
 	}
-	admin = httpapi.NewAdmin(httpapi.AdminConfig{
-		Store: st, DAOs: cfg.DAOs, Token: cfg.Admin.Token, Logger: log,
-		Metrics:    promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-		Routes:     append(plugins.AdminRoutes(), chains.AdminRoutes()...),
-		UI:         ui,
-		Authorized: ui.Authorized,
-	})
+	admin = httpapi.NewAdmin(ac)
 	return admin
 }

@@ -219,3 +219,23 @@ func Marshal(v any) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
+
+// Wording is the part of a message plugin's config that words the
+// message; Slack's and Discord's configs embed it.
+type Wording struct {
+	// ProposalURL links the proposal: a template with {dao} and
+	// {proposalId}, such as https://www.tally.xyz/gov/{dao}/proposal/{proposalId}.
+	ProposalURL string `json:"proposalUrl"`
+	// WeightDecimals is the number of decimals of the voting token
+	// (default 18).
+	WeightDecimals *int `json:"weightDecimals"`
+}
+
+// Options returns the Describe options of w, with its defaults applied.
+func (w Wording) Options() Options {
+	o := Options{ProposalURL: w.ProposalURL, WeightDecimals: 18}
+	if w.WeightDecimals != nil {
+		o.WeightDecimals = *w.WeightDecimals
+	}
+	return o
+}
