@@ -83,9 +83,10 @@ type Dispatcher struct {
 	perWebhook map[int64]int
 	slotFree   chan struct{}
 
-	// workers bounds concurrent attempts; up to two batches more of claimed
-	// jobs wait for a worker, so no worker waits for a claim round trip.
-	workers chan struct{}
+	// jobs feeds a fixed pool of workers (long-lived goroutines keep the
+	// stacks the HTTP client grows into); up to two batches more than the
+	// workers wait in it, so no worker waits for a claim round trip.
+	jobs    chan core.Job
 	results chan core.AttemptResult
 	wg      sync.WaitGroup
 }
@@ -114,7 +115,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		slotFree:   make(chan struct{}, 1),
 		perWebhook: map[int64]int{},
 		results:    make(chan core.AttemptResult, 4*cfg.Workers),
-		workers:    make(chan struct{}, cfg.Workers),
+		jobs:       make(chan core.Job, cfg.Workers+2*cfg.BatchSize),
 	}, nil
 }
 
@@ -132,7 +133,21 @@ func (d *Dispatcher) Wake() {
 func (d *Dispatcher) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { defer close(done); d.recordLoop() }()
+	for i := 0; i < d.cfg.Workers; i++ {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			for j := range d.jobs {
+				res := d.attempt(ctx, j)
+				d.release(j.WebhookID)
+				d.results <- res
+			}
+		}()
+	}
 	defer func() {
+		// Jobs already claimed are still attempted: each is bounded by the
+		// delivery timeout, and their leases would only delay them.
+		close(d.jobs)
 		d.wg.Wait()
 		close(d.results)
 		<-done
@@ -168,15 +183,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				surplus = append(surplus, j)
 				continue
 			}
-			d.wg.Add(1)
-			go func(j core.Job) {
-				defer d.wg.Done()
-				d.workers <- struct{}{}
-				res := d.attempt(ctx, j)
-				<-d.workers
-				d.release(j.WebhookID)
-				d.results <- res
-			}(j)
+			// Never blocks: capacity keeps what is claimed within the
+			// channel's room.
+			d.jobs <- j
 		}
 		if len(surplus) > 0 {
 			// The batch held more for one webhook than its limit allows:
@@ -310,9 +319,15 @@ func (d *Dispatcher) attempt(ctx context.Context, j core.Job) core.AttemptResult
 			contentType = tr.ContentType
 		}
 	}
-	// Shutdown must not cut an attempt short: it has its own timeout.
-	reqCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Timeout)
-	defer cancel()
+	// Shutdown must not cut an attempt short: it has its own timeout, which
+	// a client whose own Timeout is no longer (ssrf.NewClient's) already
+	// enforces without a second timer.
+	reqCtx := context.WithoutCancel(ctx)
+	if t := d.cfg.Client.Timeout; t <= 0 || t > d.cfg.Timeout {
+		var cancel context.CancelFunc
+		reqCtx, cancel = context.WithTimeout(reqCtx, d.cfg.Timeout)
+		defer cancel()
+	}
 	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, j.WebhookURL, bytes.NewReader(body))
 	if err != nil {
 		res.Error = "build request: " + err.Error()

@@ -416,8 +416,31 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 	return deactivated, nil
 }
 
-// insertAttempts records attempts with multi-row INSERTs.
+// insertAttempts records attempts: on PostgreSQL one INSERT from arrays (a
+// single statement text, parsed once per connection), on SQLite multi-row
+// INSERTs.
 func (s *Store) insertAttempts(tx *gorm.DB, attempts []attemptRow) error {
+	if len(attempts) == 0 {
+		return nil
+	}
+	q, ctx := txQuerier(tx), tx.Statement.Context
+	if s.dialect == Postgres {
+		n := len(attempts)
+		delivery, webhook, number, status := make([]int64, n), make([]int64, n), make([]int32, n), make([]int32, n)
+		started, duration := make([]time.Time, n), make([]float64, n)
+		outcome, errs, excerpt, trace := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		for i, a := range attempts {
+			delivery[i], webhook[i], number[i], status[i] = a.DeliveryID, a.WebhookID, int32(a.Number), int32(a.StatusCode)
+			started[i], duration[i] = a.StartedAt, a.DurationMs
+			outcome[i], errs[i], excerpt[i], trace[i] = a.Outcome, a.Error, a.ResponseExcerpt, a.PluginTrace
+		}
+		if _, err := q.ExecContext(ctx, `INSERT INTO delivery_attempts (delivery_id, webhook_id, number, started_at, duration_ms, status_code, outcome, error, response_excerpt, plugin_trace)
+			SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::timestamptz[], $5::float8[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[])`,
+			delivery, webhook, number, started, duration, status, outcome, errs, excerpt, trace); err != nil {
+			return fmt.Errorf("record attempts: %w", err)
+		}
+		return nil
+	}
 	const cols = 10
 	for len(attempts) > 0 {
 		n := min(len(attempts), 100)
@@ -431,7 +454,7 @@ func (s *Store) insertAttempts(tx *gorm.DB, attempts []attemptRow) error {
 			b.WriteString("(" + marks(cols) + ")")
 			args = append(args, a.DeliveryID, a.WebhookID, a.Number, a.StartedAt, a.DurationMs, a.StatusCode, a.Outcome, a.Error, a.ResponseExcerpt, a.PluginTrace)
 		}
-		if _, err := txQuerier(tx).ExecContext(tx.Statement.Context, s.bind(b.String()), args...); err != nil {
+		if _, err := q.ExecContext(ctx, b.String(), args...); err != nil {
 			return fmt.Errorf("record attempts: %w", err)
 		}
 		attempts = attempts[n:]
@@ -441,45 +464,63 @@ func (s *Store) insertAttempts(tx *gorm.DB, attempts []attemptRow) error {
 
 // finishDeliveries moves every delivery of results whose lease the caller
 // still holds to its next state, in one statement, and returns those ids.
+// The batch is a row set v(id, token, state, next_at, status, err): on
+// PostgreSQL unnest over arrays, so that every batch runs the same
+// statement text; on SQLite a VALUES list.
 func (s *Store) finishDeliveries(tx *gorm.DB, results []core.AttemptResult, now time.Time) (map[int64]bool, error) {
-	bigint, text, ts, integer := "BIGINT", "TEXT", "TIMESTAMPTZ", "INTEGER"
-	if s.dialect == SQLite {
-		ts = "TEXT"
-	}
-	var b strings.Builder
-	args := make([]any, 0, len(results)*7+2)
-	b.WriteString("WITH v(id, token, state, next_at, completed_at, status, err) AS (VALUES ")
+	n := len(results)
+	ids, status := make([]int64, n), make([]int32, n)
+	tokens, states, errs := make([]string, n), make([]string, n), make([]string, n)
+	next := make([]time.Time, n)
 	for i, r := range results {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "(CAST(? AS %s), CAST(? AS %s), CAST(? AS %s), CAST(? AS %s), CAST(? AS %s), CAST(? AS %s), CAST(? AS %s))", bigint, text, text, ts, ts, integer, text)
-		state, next, completed := "", now, (*time.Time)(nil)
+		state, at := "", now
 		switch r.Outcome {
 		case core.OutcomeSucceeded:
-			state, completed = string(core.DeliverySucceeded), &now
+			state = string(core.DeliverySucceeded)
 		case core.OutcomeRetry:
-			state, next = string(core.DeliveryPending), r.NextAttemptAt.UTC()
+			state, at = string(core.DeliveryPending), r.NextAttemptAt.UTC()
 		case core.OutcomeFailed, core.OutcomeGone:
-			state, completed = string(core.DeliveryFailed), &now
+			state = string(core.DeliveryFailed)
 		case core.OutcomeDropped:
-			state, completed = string(core.DeliveryDropped), &now
+			state = string(core.DeliveryDropped)
 		default:
 			return nil, fmt.Errorf("unknown outcome %q", r.Outcome)
 		}
-		args = append(args, r.Job.DeliveryID, r.Job.LeaseToken, state, next, completed, r.StatusCode, truncate(r.Error, 1024))
+		ids[i], tokens[i], states[i], next[i], status[i], errs[i] = r.Job.DeliveryID, r.Job.LeaseToken, state, at, int32(r.StatusCode), truncate(r.Error, 1024)
 	}
-	b.WriteString(`) UPDATE deliveries SET state = v.state, next_attempt_at = v.next_at, completed_at = v.completed_at,
-		lease_token = '', last_status = v.status, last_error = v.err, updated_at = ?
-		FROM v WHERE deliveries.id = v.id AND deliveries.lease_token = v.token AND deliveries.state = ?
-		RETURNING deliveries.id`)
-	args = append(args, now, string(core.DeliveryInFlight))
-	rows, err := txQuerier(tx).QueryContext(tx.Statement.Context, s.bind(b.String()), args...)
+	const set = ` UPDATE deliveries SET state = v.state, next_attempt_at = v.next_at,
+		completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE v.next_at END,
+		lease_token = '', last_status = v.status, last_error = v.err, updated_at = %s
+		FROM v WHERE deliveries.id = v.id AND deliveries.lease_token = v.token AND deliveries.state = 'in_flight'
+		RETURNING deliveries.id`
+	var (
+		query string
+		args  []any
+	)
+	if s.dialect == Postgres {
+		query = `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::int[], $6::text[]) AS v(id, token, state, next_at, status, err))` + fmt.Sprintf(set, "$7")
+		args = []any{ids, tokens, states, next, status, errs, now}
+	} else {
+		var b strings.Builder
+		b.WriteString("WITH v(id, token, state, next_at, status, err) AS (VALUES ")
+		args = make([]any, 0, n*6)
+		for i := range results {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?, ?, ?, ?)")
+			args = append(args, ids[i], tokens[i], states[i], next[i], status[i], errs[i])
+		}
+		b.WriteString(")" + fmt.Sprintf(set, "?"))
+		query = b.String()
+		args = append(args, now)
+	}
+	rows, err := txQuerier(tx).QueryContext(tx.Statement.Context, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("update deliveries: %w", err)
 	}
 	defer rows.Close()
-	held := make(map[int64]bool, len(results))
+	held := make(map[int64]bool, n)
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {

@@ -111,6 +111,10 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if os.Getenv("GOVGATE_BENCH_DEBUG") != "" {
+		// Per-statement costs for govgate-bench's debug output.
+		conf += "shared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track_planning = on\n"
+	}
 	f.WriteString(conf)
 	f.Close()
 	if err := s.Start(); err != nil {
@@ -175,6 +179,14 @@ func (s *Server) CreateDatabase(ctx context.Context, name string) (string, error
 		return "", fmt.Errorf("create database: %w", err)
 	}
 	return s.URL(name), nil
+}
+
+// DropDatabase drops a database, closing its connections.
+func (s *Server) DropDatabase(ctx context.Context, name string) error {
+	if _, err := s.admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("drop database: %w", err)
+	}
+	return nil
 }
 
 // NewDatabase creates an empty database for t and drops it when t ends.
