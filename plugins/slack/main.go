@@ -115,13 +115,7 @@ func init() {
 			ExpectContentType: "application/json",
 		}},
 	})
-	sdk.Transform(func(n sdk.Notification, _ []byte, cfg Config) (sdk.Output, error) {
-		body, err := render(n, cfg)
-		if err != nil {
-			return sdk.Output{}, err
-		}
-		return sdk.Output{Body: body, ContentType: "application/json"}, nil
-	})
+	sdk.Transform(event.JSONTransform(render))
 }
 
 func main() {}

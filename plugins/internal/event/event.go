@@ -239,3 +239,15 @@ func (w Wording) Options() Options {
 	}
 	return o
 }
+
+// JSONTransform is the transform of a chat plugin: the notification
+// rendered by render, sent as application/json.
+func JSONTransform[C any](render func(sdk.Notification, C) ([]byte, error)) func(sdk.Notification, []byte, C) (sdk.Output, error) {
+	return func(n sdk.Notification, _ []byte, cfg C) (sdk.Output, error) {
+		body, err := render(n, cfg)
+		if err != nil {
+			return sdk.Output{}, err
+		}
+		return sdk.Output{Body: body, ContentType: "application/json"}, nil
+	}
+}
