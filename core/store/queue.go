@@ -297,6 +297,15 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 	}
 	now := s.now()
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if s.dialect == Postgres {
+			// Every statement below looks rows up by primary key. On a young
+			// deliveries table (statistics from when it was nearly empty, and
+			// generic plans cached then) PostgreSQL otherwise joins the batch
+			// against a sequential scan of the whole table, once per batch.
+			if err := tx.Exec("SET LOCAL enable_seqscan = off").Error; err != nil {
+				return err
+			}
+		}
 		held, err := s.finishDeliveries(tx, results, now)
 		if err != nil {
 			return err
@@ -467,6 +476,13 @@ func (s *Store) insertAttempts(tx *gorm.DB, attempts []attemptRow) error {
 // The batch is a row set v(id, token, state, next_at, status, err): on
 // PostgreSQL unnest over arrays, so that every batch runs the same
 // statement text; on SQLite a VALUES list.
+//
+// A non-empty lease token is only ever set by a claim and cleared by every
+// move out of in_flight, so matching it is the whole lease check. The
+// statement deliberately has no state predicate: one would match the partial
+// index ix_deliveries_due, and on a young table (statistics from when it was
+// empty) PostgreSQL then scanned every unfinished delivery once per batch row
+// instead of looking each id up in the primary key (60 ms per batch of 160).
 func (s *Store) finishDeliveries(tx *gorm.DB, results []core.AttemptResult, now time.Time) (map[int64]bool, error) {
 	n := len(results)
 	ids, status := make([]int64, n), make([]int32, n)
@@ -491,7 +507,7 @@ func (s *Store) finishDeliveries(tx *gorm.DB, results []core.AttemptResult, now 
 	const set = ` UPDATE deliveries SET state = v.state, next_attempt_at = v.next_at,
 		completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE v.next_at END,
 		lease_token = '', last_status = v.status, last_error = v.err, updated_at = %s
-		FROM v WHERE deliveries.id = v.id AND deliveries.lease_token = v.token AND deliveries.state = 'in_flight'
+		FROM v WHERE deliveries.id = v.id AND deliveries.lease_token = v.token
 		RETURNING deliveries.id`
 	var (
 		query string
