@@ -259,6 +259,17 @@ type Job struct {
 	Secret       string
 }
 
+// Reservation is room a dispatcher holds for jobs about to be claimed: at
+// most N of them, none for the webhooks in Exclude (at their concurrency
+// limit), each leased for Lease. A claim, or a fan-out that hands its new
+// deliveries straight to the local dispatcher, fills it; the dispatcher takes
+// back whatever room the jobs did not use.
+type Reservation struct {
+	N       int
+	Exclude []int64
+	Lease   time.Duration
+}
+
 // Outcome is what an attempt decided for its delivery.
 type Outcome string
 

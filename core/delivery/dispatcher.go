@@ -79,7 +79,9 @@ type Dispatcher struct {
 	wake chan struct{}
 
 	mu         sync.Mutex
-	inflight   int
+	running    bool // between Run's start and its end; jobs is open
+	inflight   int  // jobs handed to the workers and not yet attempted
+	reserved   int  // room held for claims and hand-offs under way
 	perWebhook map[int64]int
 	slotFree   chan struct{}
 
@@ -133,6 +135,9 @@ func (d *Dispatcher) Wake() {
 func (d *Dispatcher) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { defer close(done); d.recordLoop() }()
+	d.mu.Lock()
+	d.running = true
+	d.mu.Unlock()
 	for i := 0; i < d.cfg.Workers; i++ {
 		d.wg.Add(1)
 		go func() {
@@ -146,8 +151,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	defer func() {
 		// Jobs already claimed are still attempted: each is bounded by the
-		// delivery timeout, and their leases would only delay them.
+		// delivery timeout, and their leases would only delay them. Jobs
+		// handed over from now on go back to the queue (Hand).
+		d.mu.Lock()
+		d.running = false
 		close(d.jobs)
+		d.mu.Unlock()
 		d.wg.Wait()
 		close(d.results)
 		<-done
@@ -157,17 +166,21 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	// (two batches are prefetched) and keeps each claim round trip full.
 	threshold := max(1, d.cfg.BatchSize/2)
 	for ctx.Err() == nil {
-		free, exclude := d.capacity()
-		if free == 0 || (free < threshold && d.busy()) {
+		free := d.room()
+		if free <= 0 || (free < threshold && d.busy()) {
 			select {
 			case <-ctx.Done():
 			case <-d.slotFree:
 			}
 			continue
 		}
-		limit := min(free, d.cfg.BatchSize)
-		jobs, err := d.cfg.Queue.Claim(ctx, limit, d.cfg.Lease, exclude)
+		r := d.reserve(min(free, d.cfg.BatchSize))
+		if r.N == 0 {
+			continue // a producer's hand-off took the room first
+		}
+		jobs, err := d.cfg.Queue.Claim(ctx, r.N, r.Lease, r.Exclude)
 		if err != nil {
+			d.Hand(r, nil)
 			if ctx.Err() != nil {
 				break
 			}
@@ -177,24 +190,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			continue
 		}
 		bo.Reset()
-		var surplus []core.Job
-		for _, j := range jobs {
-			if !d.acquire(j.WebhookID) {
-				surplus = append(surplus, j)
-				continue
-			}
-			// Never blocks: capacity keeps what is claimed within the
-			// channel's room.
-			d.jobs <- j
-		}
-		if len(surplus) > 0 {
-			// The batch held more for one webhook than its limit allows:
-			// give them back now rather than hold their leases idle.
-			if err := d.cfg.Queue.Release(context.WithoutCancel(ctx), surplus, 0); err != nil {
-				d.log.Warn("release surplus deliveries", "err", err)
-			}
-		}
-		if len(jobs) < limit {
+		d.Hand(r, jobs)
+		if len(jobs) < r.N {
 			select {
 			case <-ctx.Done():
 			case <-d.wake:
@@ -205,32 +202,86 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
-func (d *Dispatcher) capacity() (free int, exclude []int64) {
+// room is how many more jobs the dispatcher takes: enough for every worker
+// and two batches waiting for them, less what is handed over or reserved.
+func (d *Dispatcher) room() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.freeLocked()
+}
+
+func (d *Dispatcher) freeLocked() int {
+	return d.cfg.Workers + 2*d.cfg.BatchSize - d.inflight - d.reserved
+}
+
+// excludeLocked lists the webhooks at their concurrency limit.
+func (d *Dispatcher) excludeLocked() []int64 {
+	var exclude []int64
 	for id, n := range d.perWebhook {
 		if n >= d.cfg.PerWebhookConcurrency {
 			exclude = append(exclude, id)
 		}
 	}
-	return d.cfg.Workers + 2*d.cfg.BatchSize - d.inflight, exclude
+	return exclude
+}
+
+func (d *Dispatcher) reserve(max int) core.Reservation {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.running {
+		return core.Reservation{}
+	}
+	n := min(max, d.freeLocked())
+	if n <= 0 {
+		return core.Reservation{}
+	}
+	d.reserved += n
+	return core.Reservation{N: n, Exclude: d.excludeLocked(), Lease: d.cfg.Lease}
+}
+
+// Reserve holds room for up to max deliveries that a producer is about to
+// create already leased to this dispatcher (store.Handoff): a fresh
+// notification's deliveries skip the claim, one row write and one round trip
+// each. The producer must call Hand with what it created, or with none.
+func (d *Dispatcher) Reserve(max int) core.Reservation { return d.reserve(max) }
+
+// Hand gives the dispatcher the jobs leased under r (at most r.N) and takes
+// back the room they did not use. A job over its webhook's concurrency
+// limit, or handed over after Run ended, goes back to the queue at once
+// rather than hold its lease idle.
+func (d *Dispatcher) Hand(r core.Reservation, jobs []core.Job) {
+	var surplus []core.Job
+	d.mu.Lock()
+	d.reserved -= r.N
+	for _, j := range jobs {
+		if !d.running || d.perWebhook[j.WebhookID] >= d.cfg.PerWebhookConcurrency {
+			surplus = append(surplus, j)
+			continue
+		}
+		d.perWebhook[j.WebhookID]++
+		d.inflight++
+		// Never blocks: the reservation kept what is handed over within the
+		// channel's room, and Run closes it under the same lock.
+		d.jobs <- j
+	}
+	d.mu.Unlock()
+	if len(jobs) < r.N || len(surplus) > 0 {
+		select {
+		case d.slotFree <- struct{}{}:
+		default:
+		}
+	}
+	if len(surplus) > 0 {
+		if err := d.cfg.Queue.Release(context.Background(), surplus, 0); err != nil {
+			d.log.Warn("release surplus deliveries", "err", err)
+		}
+	}
 }
 
 func (d *Dispatcher) busy() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.inflight > 0
-}
-
-func (d *Dispatcher) acquire(webhook int64) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.perWebhook[webhook] >= d.cfg.PerWebhookConcurrency {
-		return false
-	}
-	d.perWebhook[webhook]++
-	d.inflight++
-	return true
 }
 
 func (d *Dispatcher) release(webhook int64) {

@@ -60,7 +60,9 @@ func newRig(t *testing.T, allowPrivate bool, caPEM []byte, perWebhook int) *rig 
 
 func (r *rig) notify(t *testing.T, id string) {
 	t.Helper()
-	if _, err := r.st.CreateNotification(context.Background(), core.Notification{ID: id, Type: "test", DAO: "uniswap", OccurredAt: time.Now(), Data: json.RawMessage(`{}`)}, "test"); err != nil {
+	// As govgate serve does: the dispatcher takes what it has room for
+	// straight from the fan-out, the queue the rest.
+	if _, err := r.st.CreateNotificationHandoff(context.Background(), core.Notification{ID: id, Type: "test", DAO: "uniswap", OccurredAt: time.Now(), Data: json.RawMessage(`{}`)}, "test", r.d); err != nil {
 		t.Fatal(err)
 	}
 	r.d.Wake()
@@ -199,6 +201,45 @@ func TestPerWebhookConcurrency(t *testing.T) {
 	})
 	if peak > limit {
 		t.Errorf("the slow webhook had %d attempts at once, limit %d", peak, limit)
+	}
+}
+
+// reserved hands over under a reservation made earlier.
+type reserved struct {
+	r core.Reservation
+	d *delivery.Dispatcher
+}
+
+func (f reserved) Reserve(int) core.Reservation             { return f.r }
+func (f reserved) Hand(r core.Reservation, jobs []core.Job) { f.d.Hand(r, jobs) }
+
+// Deliveries handed to a dispatcher that has stopped go back to the queue
+// at once, their attempt not counted, instead of waiting out their lease.
+func TestHandAfterStopReturnsDeliveriesToTheQueue(t *testing.T) {
+	r := newRig(t, true, nil, 4)
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		r.st.RegisterWebhook(ctx, fmt.Sprintf("https://127.0.0.1:1/%d", i), "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	}
+	res := r.d.Reserve(10)
+	if res.N != 10 || res.Lease != time.Minute {
+		t.Fatalf("reservation %+v", res)
+	}
+	r.cancel()
+	<-r.done
+	if late := r.d.Reserve(10); late.N != 0 {
+		t.Fatalf("a stopped dispatcher reserved room: %+v", late)
+	}
+	if _, err := r.st.CreateNotificationHandoff(ctx, core.Notification{ID: "late", Type: "test", DAO: "uniswap", OccurredAt: time.Now()}, "test", reserved{res, r.d}); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := r.st.QueueStats(ctx)
+	if err != nil || stats.ByState[string(core.DeliveryPending)] != 3 || stats.ByState[string(core.DeliveryInFlight)] != 0 {
+		t.Fatalf("after the hand-off to a stopped dispatcher: %+v %v", stats.ByState, err)
+	}
+	jobs, err := r.st.Claim(ctx, 10, time.Minute, nil)
+	if err != nil || len(jobs) != 3 || jobs[0].Attempt != 1 {
+		t.Fatalf("claim after release: %d jobs %+v %v", len(jobs), jobs, err)
 	}
 }
 

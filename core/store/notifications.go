@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -47,10 +49,41 @@ func NotificationBody(n core.Notification) ([]byte, error) {
 // exists, nothing changes and created is false. It returns only once the
 // transaction is committed.
 func (s *Store) CreateNotification(ctx context.Context, n core.Notification, source string) (created bool, err error) {
+	return s.CreateNotificationHandoff(ctx, n, source, nil)
+}
+
+// Handoff is the local dispatcher as a producer sees it
+// (delivery.Dispatcher): room reserved before the fan-out, and the jobs
+// leased in it handed over after the commit.
+type Handoff interface {
+	Reserve(max int) core.Reservation
+	Hand(r core.Reservation, jobs []core.Job)
+}
+
+// CreateNotificationHandoff is CreateNotification in a process that also
+// delivers: as many of the new deliveries as h has room for are stored
+// already in flight, leased to h, and handed to it once the transaction
+// commits; the rest are pending as usual. A fresh notification's deliveries
+// thus skip the claim (a row write and a round trip each). Nothing is only
+// in memory: if the process dies before the attempts are recorded, the
+// leases run out and any process takes the deliveries up again, exactly as
+// after a crash mid-claim.
+func (s *Store) CreateNotificationHandoff(ctx context.Context, n core.Notification, source string, h Handoff) (created bool, err error) {
+	var r core.Reservation
+	if h != nil {
+		r = h.Reserve(math.MaxInt32)
+	}
+	var jobs []core.Job
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		created, err = s.InsertNotificationTx(tx, n, source)
+		created, jobs, err = s.insertNotification(tx, n, source, r)
 		return err
 	})
+	if err != nil {
+		jobs = nil
+	}
+	if h != nil {
+		h.Hand(r, jobs)
+	}
 	if err != nil {
 		return false, fmt.Errorf("create notification: %w", err)
 	}
@@ -61,28 +94,167 @@ func (s *Store) CreateNotification(ctx context.Context, n core.Notification, sou
 // transaction, for producers (the indexer) that must store a notification
 // atomically with their own state.
 func (s *Store) InsertNotificationTx(tx *gorm.DB, n core.Notification, source string) (bool, error) {
+	created, _, err := s.insertNotification(tx, n, source, core.Reservation{})
+	return created, err
+}
+
+func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source string, r core.Reservation) (bool, []core.Job, error) {
 	body, err := NotificationBody(n)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	now := s.now()
 	res := tx.Exec(`INSERT INTO notifications (id, type, dao, occurred_at, body, source, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 		n.ID, n.Type, n.DAO, n.OccurredAt.UTC(), body, source, now)
 	if res.Error != nil {
-		return false, fmt.Errorf("insert notification: %w", res.Error)
+		return false, nil, fmt.Errorf("insert notification: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return false, nil
+		return false, nil, nil
 	}
 	// Fan-out is one INSERT … SELECT: enqueueing for 100,000 webhooks is a
 	// single statement, not 100,000 round trips.
-	if err := tx.Exec(`INSERT INTO deliveries (notification_id, webhook_id, state, next_attempt_at, attempts, lease_token, last_status, last_error, created_at, updated_at)
-		SELECT ?, id, ?, ?, 0, '', 0, '', ?, ? FROM webhooks WHERE state = ?`,
-		n.ID, string(core.DeliveryPending), now, now, now, string(core.WebhookActive)).Error; err != nil {
-		return false, fmt.Errorf("fan out notification: %w", err)
+	pending := `INSERT INTO deliveries (notification_id, webhook_id, state, next_attempt_at, attempts, lease_token, last_status, last_error, created_at, updated_at)
+		SELECT ?, id, ?, ?, 0, '', 0, '', ?, ? FROM webhooks WHERE state = ?`
+	args := []any{n.ID, string(core.DeliveryPending), now, now, now, string(core.WebhookActive)}
+	var jobs []core.Job
+	if r.N > 0 {
+		if jobs, err = s.fanOutLeased(tx, n.ID, body, r, now); err != nil {
+			return false, nil, err
+		}
+		// The leased deliveries are for the first active webhooks by id,
+		// less the excluded ones: the rest are those after the last one
+		// leased, and the excluded ones.
+		var after []string
+		if len(jobs) == r.N {
+			after = append(after, "id > ?")
+			args = append(args, jobs[len(jobs)-1].WebhookID)
+		}
+		if len(r.Exclude) > 0 {
+			after = append(after, "id IN ("+marks(len(r.Exclude))+")")
+			for _, id := range r.Exclude {
+				args = append(args, id)
+			}
+		}
+		if len(after) == 0 {
+			return true, jobs, nil // every active webhook's delivery is leased
+		}
+		pending += " AND (" + strings.Join(after, " OR ") + ")"
 	}
-	return true, nil
+	if err := tx.Exec(pending, args...).Error; err != nil {
+		return false, nil, fmt.Errorf("fan out notification: %w", err)
+	}
+	return true, jobs, nil
+}
+
+// fanOutLeased stores the deliveries of notification id for the first r.N
+// active webhooks by id, not counting the excluded ones, in flight under a
+// new lease, and returns them as jobs in webhook id order.
+func (s *Store) fanOutLeased(tx *gorm.DB, id string, body []byte, r core.Reservation, now time.Time) ([]core.Job, error) {
+	note, err := notificationRow{ID: id, Body: body}.domain()
+	if err != nil {
+		return nil, err
+	}
+	token, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	type leased struct {
+		delivery, webhook int64
+		url               string
+		sealed            []byte
+	}
+	var rows []leased
+	q, ctx := txQuerier(tx), tx.Statement.Context
+	const columns = `INSERT INTO deliveries (notification_id, webhook_id, state, next_attempt_at, attempts, lease_token, last_status, last_error, created_at, updated_at)`
+	if s.dialect == Postgres {
+		exclude := append([]int64{}, r.Exclude...) // never NULL: = ANY(NULL) would exclude everything
+		res, err := q.QueryContext(ctx, `WITH w AS (SELECT id, url, secret_ciphertext FROM webhooks WHERE state = $1 AND NOT (id = ANY($2::bigint[])) ORDER BY id LIMIT $3),
+			ins AS (`+columns+` SELECT $4, id, $5, $6, 1, $7, 0, '', $8, $8 FROM w RETURNING id, webhook_id)
+			SELECT ins.id, ins.webhook_id, w.url, w.secret_ciphertext FROM ins JOIN w ON w.id = ins.webhook_id ORDER BY ins.webhook_id`,
+			string(core.WebhookActive), exclude, r.N, id, string(core.DeliveryInFlight), now.Add(r.Lease), token, now)
+		if err != nil {
+			return nil, fmt.Errorf("fan out notification: %w", err)
+		}
+		defer res.Close()
+		for res.Next() {
+			var l leased
+			if err := res.Scan(&l.delivery, &l.webhook, &l.url, &l.sealed); err != nil {
+				return nil, fmt.Errorf("fan out notification: %w", err)
+			}
+			rows = append(rows, l)
+		}
+		if err := res.Err(); err != nil {
+			return nil, fmt.Errorf("fan out notification: %w", err)
+		}
+	} else {
+		// SQLite: the webhooks first, then their deliveries; the single
+		// writer (this transaction already wrote) keeps the two consistent.
+		where, args := "state = ?", []any{string(core.WebhookActive)}
+		if len(r.Exclude) > 0 {
+			where += " AND id NOT IN (" + marks(len(r.Exclude)) + ")"
+			for _, id := range r.Exclude {
+				args = append(args, id)
+			}
+		}
+		res, err := q.QueryContext(ctx, `SELECT id, url, secret_ciphertext FROM webhooks WHERE `+where+` ORDER BY id LIMIT ?`, append(args, r.N)...)
+		if err != nil {
+			return nil, fmt.Errorf("fan out notification: %w", err)
+		}
+		for res.Next() {
+			var l leased
+			if err := res.Scan(&l.webhook, &l.url, &l.sealed); err != nil {
+				res.Close()
+				return nil, fmt.Errorf("fan out notification: %w", err)
+			}
+			rows = append(rows, l)
+		}
+		res.Close()
+		if err := res.Err(); err != nil {
+			return nil, fmt.Errorf("fan out notification: %w", err)
+		}
+		if len(rows) > 0 {
+			values := make([]string, len(rows))
+			args := make([]any, 0, 7*len(rows))
+			for i, l := range rows {
+				values[i] = "(?, ?, ?, ?, 1, ?, 0, '', ?, ?)"
+				args = append(args, id, l.webhook, string(core.DeliveryInFlight), now.Add(r.Lease), token, now, now)
+			}
+			ins, err := q.QueryContext(ctx, columns+` VALUES `+strings.Join(values, ", ")+` RETURNING id, webhook_id`, args...)
+			if err != nil {
+				return nil, fmt.Errorf("fan out notification: %w", err)
+			}
+			byWebhook := make(map[int64]int64, len(rows))
+			for ins.Next() {
+				var d, w int64
+				if err := ins.Scan(&d, &w); err != nil {
+					ins.Close()
+					return nil, fmt.Errorf("fan out notification: %w", err)
+				}
+				byWebhook[w] = d
+			}
+			ins.Close()
+			if err := ins.Err(); err != nil {
+				return nil, fmt.Errorf("fan out notification: %w", err)
+			}
+			for i := range rows {
+				rows[i].delivery = byWebhook[rows[i].webhook]
+			}
+		}
+	}
+	jobs := make([]core.Job, len(rows))
+	for i, l := range rows {
+		secret, err := s.openSecret(l.url, l.sealed)
+		if err != nil {
+			return nil, err
+		}
+		jobs[i] = core.Job{
+			DeliveryID: l.delivery, LeaseToken: token, Attempt: 1, Notification: note, Body: body,
+			WebhookID: l.webhook, WebhookURL: l.url, Secret: secret,
+		}
+	}
+	return jobs, nil
 }
 
 // Notification returns a stored notification.

@@ -446,3 +446,103 @@ func TestWebhookSearchIsLiteralAndCaseInsensitive(t *testing.T) {
 		}
 	})
 }
+
+// handoff records what CreateNotificationHandoff reserves and hands over,
+// as the dispatcher would receive it.
+type handoff struct {
+	room    int
+	exclude []int64
+	lease   time.Duration
+	got     core.Reservation
+	jobs    []core.Job
+	handed  int
+}
+
+func (h *handoff) Reserve(max int) core.Reservation {
+	h.got = core.Reservation{N: min(max, h.room), Exclude: h.exclude, Lease: h.lease}
+	return h.got
+}
+
+func (h *handoff) Hand(r core.Reservation, jobs []core.Job) {
+	if r.N != h.got.N {
+		panic("handed a reservation that was not made")
+	}
+	h.jobs, h.handed = jobs, h.handed+1
+}
+
+func TestFanOutHandsLeasedDeliveriesToTheLocalDispatcher(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store, _ string) {
+		ctx := context.Background()
+		var hooks []core.Webhook
+		for i := 0; i < 6; i++ {
+			w, _, err := s.RegisterWebhook(ctx, fmt.Sprintf("https://h%d.example.com/", i), fmt.Sprintf("whsec_%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			hooks = append(hooks, w)
+		}
+		s.DeactivateWebhook(ctx, hooks[5].URL, "")
+		// Room for 3, webhook 1 at its concurrency limit: webhooks 0, 2
+		// and 3 are leased; 1 and 4 wait in the queue; 5 is inactive.
+		h := &handoff{room: 3, exclude: []int64{hooks[1].ID}, lease: time.Minute}
+		if created, err := s.CreateNotificationHandoff(ctx, notification("n1"), "admin", h); err != nil || !created {
+			t.Fatalf("create: %v %v", created, err)
+		}
+		if h.handed != 1 || len(h.jobs) != 3 {
+			t.Fatalf("handed %d times, %d jobs; want once, 3", h.handed, len(h.jobs))
+		}
+		for i, want := range []int{0, 2, 3} {
+			j := h.jobs[i]
+			if j.WebhookID != hooks[want].ID || j.WebhookURL != hooks[want].URL || j.Secret != fmt.Sprintf("whsec_%d", want) ||
+				j.Attempt != 1 || j.LeaseToken == "" || j.Notification.ID != "n1" || !json.Valid(j.Body) {
+				t.Fatalf("job %d: %+v", i, j)
+			}
+			if d, _ := s.Delivery(ctx, j.DeliveryID); d.State != core.DeliveryInFlight || d.Attempts != 1 || d.WebhookID != hooks[want].ID {
+				t.Fatalf("leased delivery %+v", d)
+			}
+		}
+		// The queue holds the rest, and not the leased ones.
+		queued, err := s.Claim(ctx, 10, time.Minute, nil)
+		if err != nil || len(queued) != 2 {
+			t.Fatalf("claim the rest: %d, %v", len(queued), err)
+		}
+		got := map[int64]bool{queued[0].WebhookID: true, queued[1].WebhookID: true}
+		if !got[hooks[1].ID] || !got[hooks[4].ID] {
+			t.Fatalf("queued for %v, want webhooks 1 and 4", got)
+		}
+		// Handed-over jobs complete like claimed ones.
+		if _, err := s.Complete(ctx, []core.AttemptResult{{Job: h.jobs[0], Outcome: core.OutcomeSucceeded, StartedAt: time.Now(), StatusCode: 200}}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := s.Delivery(ctx, h.jobs[0].DeliveryID); d.State != core.DeliverySucceeded {
+			t.Fatalf("completed hand-off: %s", d.State)
+		}
+		// A lease that runs out puts a handed-over delivery back in the
+		// queue, its attempt counted, as after a crash.
+		h2 := &handoff{room: 10, lease: 50 * time.Millisecond}
+		if _, err := s.CreateNotificationHandoff(ctx, notification("n2"), "admin", h2); err != nil || len(h2.jobs) != 5 {
+			t.Fatalf("room for all: %d jobs, %v", len(h2.jobs), err)
+		}
+		if more, _ := s.Claim(ctx, 10, time.Minute, nil); len(more) != 0 {
+			t.Fatalf("every delivery of n2 was leased, yet %d were claimable", len(more))
+		}
+		time.Sleep(120 * time.Millisecond)
+		again, _ := s.Claim(ctx, 10, time.Minute, nil)
+		if len(again) != 5 || again[0].Attempt != 2 {
+			t.Fatalf("after the lease ran out: %d jobs %+v", len(again), again)
+		}
+		// A duplicate id hands over nothing and still gives the room back.
+		h3 := &handoff{room: 10, lease: time.Minute}
+		if created, err := s.CreateNotificationHandoff(ctx, notification("n1"), "admin", h3); err != nil || created || h3.handed != 1 || len(h3.jobs) != 0 {
+			t.Fatalf("duplicate: created %v, handed %d with %d jobs, %v", created, h3.handed, len(h3.jobs), err)
+		}
+		// No room: every delivery waits in the queue.
+		h4 := &handoff{room: 0, lease: time.Minute}
+		if _, err := s.CreateNotificationHandoff(ctx, notification("n3"), "admin", h4); err != nil || len(h4.jobs) != 0 {
+			t.Fatalf("no room: %d jobs, %v", len(h4.jobs), err)
+		}
+		if q, _ := s.Claim(ctx, 10, time.Minute, nil); len(q) != 5 {
+			t.Fatalf("no room: %d queued, want 5", len(q))
+		}
+	})
+}

@@ -396,7 +396,9 @@ func (p *pipeline) stop() {
 }
 
 func (p *pipeline) ingest(ctx context.Context, n core.Notification) error {
-	if _, err := p.st.CreateNotification(ctx, n, "bench"); err != nil {
+	// As govgate serve does: fresh deliveries go straight to the local
+	// dispatcher as far as it has room, the rest through the queue.
+	if _, err := p.st.CreateNotificationHandoff(ctx, n, "bench", p.d); err != nil {
 		return err
 	}
 	p.d.Wake()

@@ -132,7 +132,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 	// The dispatcher runs wherever the webhook service runs: a deployment
 	// that splits listeners still delivers from the same queue, and several
 	// processes share the queue safely.
-	var wake func()
+	var (
+		wake    func()
+		handoff store.Handoff
+	)
 	plugins, err := startPlugins(ctx, cfg, log, st)
 	if err != nil {
 		return err
@@ -154,14 +157,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 		if err != nil {
 			return err
 		}
-		wake = d.Wake
+		wake, handoff = d.Wake, d
 		runBG("dispatcher", d.Run)
 		go metrics.RefreshQueueGauges(ctx, st, 5*time.Second, log)
 		if cfg.Delivery.AllowPrivate {
 			log.Warn("GOVGATE_DELIVERY_ALLOW_PRIVATE=true: webhooks may target loopback and private addresses; use only for local development and tests")
 		}
 	}
-	producer := &wakingStore{Store: st, wake: wake}
+	producer := &wakingStore{Store: st, wake: wake, handoff: handoff}
 
 	chainSvc, err := startChains(ctx, cfg, log, st, producer, reg, runBG)
 	if err != nil {
@@ -228,15 +231,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 	return runErr
 }
 
-// wakingStore wakes the local dispatcher whenever a notification is stored,
-// so a delivery starts at once rather than at the next poll.
+// wakingStore hands a new notification's deliveries to the local dispatcher
+// as far as it has room, and wakes it for the rest, so that delivery starts
+// at once rather than at the next poll.
 type wakingStore struct {
 	*store.Store
-	wake func()
+	wake    func()
+	handoff store.Handoff // nil: this process does not deliver
 }
 
 func (w *wakingStore) CreateNotification(ctx context.Context, n core.Notification, source string) (bool, error) {
-	created, err := w.Store.CreateNotification(ctx, n, source)
+	created, err := w.Store.CreateNotificationHandoff(ctx, n, source, w.handoff)
 	if created && w.wake != nil {
 		w.wake()
 	}
