@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/gorm"
 )
 
@@ -56,4 +58,30 @@ func marks(n int) string {
 		return ""
 	}
 	return strings.Repeat("?, ", n-1) + "?"
+}
+
+// pgBatch runs fn on one pgx connection of the pool (PostgreSQL), for
+// statements sent together in one round trip (pgx.Batch). A transaction
+// that fn leaves open, as a failed batch does, is rolled back before the
+// connection goes back to the pool.
+func (s *Store) pgBatch(ctx context.Context, fn func(c *pgx.Conn) error) error {
+	db, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		c := dc.(*stdlib.Conn).Conn()
+		err := fn(c)
+		if c.PgConn().TxStatus() != 'I' {
+			if _, rerr := c.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil && err == nil {
+				err = rerr
+			}
+		}
+		return err
+	})
 }

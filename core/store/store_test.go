@@ -546,3 +546,83 @@ func TestFanOutHandsLeasedDeliveriesToTheLocalDispatcher(t *testing.T) {
 		}
 	})
 }
+
+// A batch of successes (PostgreSQL sends it as one statement) logs every
+// attempt, ends the webhooks' failure streaks, records a plugin's drop, and
+// leaves a delivery whose lease was lost alone.
+func TestCompleteSuccesses(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store, _ string) {
+		ctx := context.Background()
+		a, _, _ := s.RegisterWebhook(ctx, "https://a.example.com/", "whsec_a")
+		b, _, _ := s.RegisterWebhook(ctx, "https://b.example.com/", "whsec_b")
+		s.CreateNotification(ctx, notification("n1"), "admin")
+		s.CreateNotification(ctx, notification("n2"), "admin")
+		jobs, _ := s.Claim(ctx, 2, time.Minute, nil) // n1 to a and b
+		var fail []core.AttemptResult
+		for _, j := range jobs {
+			fail = append(fail, core.AttemptResult{Job: j, Outcome: core.OutcomeRetry, StartedAt: time.Now(), StatusCode: 503, Error: "receiver answered 503", NextAttemptAt: time.Now().Add(time.Hour)})
+		}
+		if _, err := s.Complete(ctx, fail, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if wa, _ := s.Webhook(ctx, a.ID); wa.ConsecutiveFailures != 1 {
+			t.Fatalf("failure not counted: %+v", wa)
+		}
+		jobs, _ = s.Claim(ctx, 10, time.Minute, nil) // n2 to a and b
+		if len(jobs) != 2 {
+			t.Fatalf("claimed %d", len(jobs))
+		}
+		var ok []core.AttemptResult
+		for _, j := range jobs {
+			r := core.AttemptResult{Job: j, Outcome: core.OutcomeSucceeded, StartedAt: time.Now(), Duration: 3 * time.Millisecond, StatusCode: 204, ResponseExcerpt: "fine"}
+			if j.WebhookID == b.ID {
+				r = core.AttemptResult{Job: j, Outcome: core.OutcomeDropped, StartedAt: time.Now(), Error: "dropped by dao-filter", PluginTrace: `[{"plugin":"dao-filter"}]`}
+			}
+			ok = append(ok, r)
+		}
+		stale := ok[0]
+		stale.Job.LeaseToken = "not-the-lease"
+		if _, err := s.Complete(ctx, []core.AttemptResult{stale}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := s.Delivery(ctx, stale.Job.DeliveryID); d.State != core.DeliveryInFlight {
+			t.Fatalf("a completion without the lease changed the delivery: %s", d.State)
+		}
+		if _, err := s.Complete(ctx, ok, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		wa, _ := s.Webhook(ctx, a.ID)
+		if wa.ConsecutiveFailures != 0 || wa.FailingSince != nil || wa.LastDeliveryAt == nil {
+			t.Fatalf("a success did not end the streak: %+v", wa)
+		}
+		if wb, _ := s.Webhook(ctx, b.ID); wb.ConsecutiveFailures != 1 {
+			t.Fatalf("a drop counted as a success: %+v", wb)
+		}
+		for _, r := range ok {
+			list, _, err := s.ListDeliveries(ctx, r.Job.WebhookID, "", core.Page{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got *core.DeliveryDetail
+			for i := range list {
+				if list[i].ID == r.Job.DeliveryID {
+					got = &list[i]
+				}
+			}
+			if got == nil || len(got.AttemptLog) != 1 {
+				t.Fatalf("delivery %d: %+v", r.Job.DeliveryID, got)
+			}
+			log := got.AttemptLog[0]
+			switch r.Outcome {
+			case core.OutcomeSucceeded:
+				if got.State != core.DeliverySucceeded || got.LastStatus != 204 || got.CompletedAt == nil || log.StatusCode != 204 || log.ResponseExcerpt != "fine" || log.DurationMs != 3 || log.Outcome != "succeeded" {
+					t.Fatalf("success recorded as %+v / %+v", got.Delivery, log)
+				}
+			default:
+				if got.State != core.DeliveryDropped || got.LastError != "dropped by dao-filter" || log.Outcome != "dropped" || log.PluginTrace == "" {
+					t.Fatalf("drop recorded as %+v / %+v", got.Delivery, log)
+				}
+			}
+		}
+	})
+}
