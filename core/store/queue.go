@@ -477,7 +477,10 @@ func (s *Store) completeSucceeded(ctx context.Context, results []core.AttemptRes
 		aExcerpt, aTrace = append(aExcerpt, truncate(r.ResponseExcerpt, 2048)), append(aTrace, r.PluginTrace)
 	}
 	// The same lease check and states as finishDeliveries; a success
-	// rewrites its webhook's row at most once a second, as in Complete.
+	// rewrites its webhook's row at most once a second, as in Complete, and
+	// webhooks are locked in id order (a sorted array through the primary
+	// key) so that concurrent batches of several processes do not deadlock;
+	// were one to, PostgreSQL aborts it and the dispatcher retries the batch.
 	const q = `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $17::text[]) AS v(id, token, state, status, err)),
 		f AS (UPDATE deliveries SET state = v.state, next_attempt_at = $5, completed_at = $5, lease_token = '', last_status = v.status, last_error = v.err, updated_at = $5
 			FROM v WHERE deliveries.id = v.id AND deliveries.lease_token = v.token
@@ -487,7 +490,7 @@ func (s *Store) completeSucceeded(ctx context.Context, results []core.AttemptRes
 				AS x(delivery_id, webhook_id, number, started_at, duration_ms, status_code, outcome, error, response_excerpt, plugin_trace)
 			WHERE x.delivery_id IN (SELECT id FROM f)),
 		w AS (UPDATE webhooks SET consecutive_failures = 0, failing_since = NULL, last_delivery_at = $5, last_success_at = $5
-			WHERE id IN (SELECT webhook_id FROM f WHERE state = 'succeeded')
+			WHERE id = ANY(ARRAY(SELECT DISTINCT webhook_id FROM f WHERE state = 'succeeded' ORDER BY 1))
 				AND (consecutive_failures <> 0 OR failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < $16))
 		SELECT id FROM f`
 	args := []any{ids, tokens, states, status, now,
