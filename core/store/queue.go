@@ -335,12 +335,7 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 			if r.Outcome == core.OutcomeDropped && r.PluginTrace == "" {
 				continue
 			}
-			attempts = append(attempts, attemptRow{
-				DeliveryID: j.DeliveryID, WebhookID: j.WebhookID, Number: j.Attempt,
-				StartedAt: r.StartedAt.UTC(), DurationMs: float64(r.Duration.Microseconds()) / 1000,
-				StatusCode: r.StatusCode, Outcome: string(r.Outcome), Error: truncate(r.Error, 1024),
-				ResponseExcerpt: truncate(r.ResponseExcerpt, 2048), PluginTrace: r.PluginTrace,
-			})
+			attempts = append(attempts, newAttemptRow(r))
 			if r.Outcome == core.OutcomeDropped {
 				continue
 			}
@@ -453,13 +448,7 @@ func (s *Store) completeSucceeded(ctx context.Context, results []core.AttemptRes
 	n := len(results)
 	ids, status := make([]int64, n), make([]int32, n)
 	tokens, states, errs := make([]string, n), make([]string, n), make([]string, n)
-	var (
-		aDelivery, aWebhook              []int64
-		aNumber, aStatus                 []int32
-		aStarted                         []time.Time
-		aDuration                        []float64
-		aOutcome, aErr, aExcerpt, aTrace []string
-	)
+	attempts := make([]attemptRow, 0, n)
 	for i, r := range results {
 		j := r.Job
 		ids[i], tokens[i], status[i], errs[i] = j.DeliveryID, j.LeaseToken, int32(r.StatusCode), truncate(r.Error, 1024)
@@ -470,11 +459,7 @@ func (s *Store) completeSucceeded(ctx context.Context, results []core.AttemptRes
 				continue // nothing ran that is worth a log entry
 			}
 		}
-		aDelivery, aWebhook = append(aDelivery, j.DeliveryID), append(aWebhook, j.WebhookID)
-		aNumber, aStatus = append(aNumber, int32(j.Attempt)), append(aStatus, int32(r.StatusCode))
-		aStarted, aDuration = append(aStarted, r.StartedAt.UTC()), append(aDuration, float64(r.Duration.Microseconds())/1000)
-		aOutcome, aErr = append(aOutcome, string(r.Outcome)), append(aErr, truncate(r.Error, 1024))
-		aExcerpt, aTrace = append(aExcerpt, truncate(r.ResponseExcerpt, 2048)), append(aTrace, r.PluginTrace)
+		attempts = append(attempts, newAttemptRow(r))
 	}
 	// The same lease check and states as finishDeliveries; a success
 	// rewrites its webhook's row at most once a second, as in Complete, and
@@ -493,8 +478,7 @@ func (s *Store) completeSucceeded(ctx context.Context, results []core.AttemptRes
 			WHERE id = ANY(ARRAY(SELECT DISTINCT webhook_id FROM f WHERE state = 'succeeded' ORDER BY 1))
 				AND (consecutive_failures <> 0 OR failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < $16))
 		SELECT id FROM f`
-	args := []any{ids, tokens, states, status, now,
-		aDelivery, aWebhook, aNumber, aStarted, aDuration, aStatus, aOutcome, aErr, aExcerpt, aTrace, now.Add(-time.Second), errs}
+	args := append(append([]any{ids, tokens, states, status, now}, attemptArrays(attempts)...), now.Add(-time.Second), errs)
 	held := make(map[int64]bool, n)
 	err := s.pgBatch(ctx, func(c *pgx.Conn) error {
 		b := &pgx.Batch{}
@@ -540,6 +524,32 @@ func (s *Store) completeSucceeded(ctx context.Context, results []core.AttemptRes
 	return nil
 }
 
+// newAttemptRow is the attempt log entry of a result, its texts bounded.
+func newAttemptRow(r core.AttemptResult) attemptRow {
+	j := r.Job
+	return attemptRow{
+		DeliveryID: j.DeliveryID, WebhookID: j.WebhookID, Number: j.Attempt,
+		StartedAt: r.StartedAt.UTC(), DurationMs: float64(r.Duration.Microseconds()) / 1000,
+		StatusCode: r.StatusCode, Outcome: string(r.Outcome), Error: truncate(r.Error, 1024),
+		ResponseExcerpt: truncate(r.ResponseExcerpt, 2048), PluginTrace: r.PluginTrace,
+	}
+}
+
+// attemptArrays is attempts as ten column arrays, in the column order of
+// delivery_attempts (delivery_id … plugin_trace), for unnest on PostgreSQL.
+func attemptArrays(attempts []attemptRow) []any {
+	n := len(attempts)
+	delivery, webhook, number, status := make([]int64, n), make([]int64, n), make([]int32, n), make([]int32, n)
+	started, duration := make([]time.Time, n), make([]float64, n)
+	outcome, errs, excerpt, trace := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, a := range attempts {
+		delivery[i], webhook[i], number[i], status[i] = a.DeliveryID, a.WebhookID, int32(a.Number), int32(a.StatusCode)
+		started[i], duration[i] = a.StartedAt, a.DurationMs
+		outcome[i], errs[i], excerpt[i], trace[i] = a.Outcome, a.Error, a.ResponseExcerpt, a.PluginTrace
+	}
+	return []any{delivery, webhook, number, started, duration, status, outcome, errs, excerpt, trace}
+}
+
 // insertAttempts records attempts: on PostgreSQL one INSERT from arrays (a
 // single statement text, parsed once per connection), on SQLite multi-row
 // INSERTs.
@@ -549,18 +559,9 @@ func (s *Store) insertAttempts(tx *gorm.DB, attempts []attemptRow) error {
 	}
 	q, ctx := txQuerier(tx), tx.Statement.Context
 	if s.dialect == Postgres {
-		n := len(attempts)
-		delivery, webhook, number, status := make([]int64, n), make([]int64, n), make([]int32, n), make([]int32, n)
-		started, duration := make([]time.Time, n), make([]float64, n)
-		outcome, errs, excerpt, trace := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		for i, a := range attempts {
-			delivery[i], webhook[i], number[i], status[i] = a.DeliveryID, a.WebhookID, int32(a.Number), int32(a.StatusCode)
-			started[i], duration[i] = a.StartedAt, a.DurationMs
-			outcome[i], errs[i], excerpt[i], trace[i] = a.Outcome, a.Error, a.ResponseExcerpt, a.PluginTrace
-		}
 		if _, err := q.ExecContext(ctx, `INSERT INTO delivery_attempts (delivery_id, webhook_id, number, started_at, duration_ms, status_code, outcome, error, response_excerpt, plugin_trace)
 			SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::timestamptz[], $5::float8[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[])`,
-			delivery, webhook, number, started, duration, status, outcome, errs, excerpt, trace); err != nil {
+			attemptArrays(attempts)...); err != nil {
 			return fmt.Errorf("record attempts: %w", err)
 		}
 		return nil
