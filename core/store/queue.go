@@ -57,8 +57,20 @@ type attemptRow struct {
 
 func (attemptRow) TableName() string { return "delivery_attempts" }
 
-// unfinished is the predicate of the partial index ix_deliveries_due.
-const unfinished = "state IN ('pending', 'in_flight')"
+// unfinished is the predicate of the partial index ix_deliveries_due, and
+// finished that of ix_deliveries_webhook_done. Queries spell them out
+// literally so that the planner matches them to those indexes.
+const (
+	unfinished = "state IN ('pending', 'in_flight')"
+	finished   = "state NOT IN ('pending', 'in_flight')"
+)
+
+// cancelUnfinished cancels a deactivated webhook's pending and in-flight
+// deliveries, found through the queue's own index.
+func cancelUnfinished(tx *gorm.DB, webhookID int64, reason string, now time.Time) error {
+	return tx.Exec(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE webhook_id = ? AND `+unfinished,
+		string(core.DeliveryCanceled), now, now, truncate(reason, 1024), webhookID).Error
+}
 
 // Unfinished counts deliveries pending or in flight, through the partial
 // index: cheap however many deliveries have finished.
@@ -413,8 +425,7 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 			}
 			if res.RowsAffected == 1 {
 				deactivated = append(deactivated, id)
-				if err := tx.Exec(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE webhook_id = ? AND state IN (?, ?)`,
-					string(core.DeliveryCanceled), now, now, "webhook deactivated: "+reason, id, string(core.DeliveryPending), string(core.DeliveryInFlight)).Error; err != nil {
+				if err := cancelUnfinished(tx, id, "webhook deactivated: "+reason, now); err != nil {
 					return err
 				}
 			}
@@ -708,16 +719,45 @@ func (s *Store) Replay(ctx context.Context, id int64) (core.Delivery, error) {
 }
 
 // ListDeliveries lists a webhook's deliveries newest first with their attempts.
+// Finished deliveries come from ix_deliveries_webhook_done, unfinished ones
+// from the queue's index ix_deliveries_due; without a state filter the two
+// halves are merged.
 func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, state core.DeliveryState, p core.Page) (items []core.DeliveryDetail, next int64, err error) {
-	q := s.db.WithContext(ctx).Where("webhook_id = ?", webhookID).Order("id DESC").Limit(p.PageLimit() + 1)
-	if p.Before > 0 {
-		q = q.Where("id < ?", p.Before)
+	limit := p.PageLimit() + 1
+	half := func(pred string) (string, []any) {
+		// The unfinished half reads the queue's index and sorts what it
+		// finds: ordered by the bare id, PostgreSQL would rather walk the
+		// primary key backwards through every finished delivery, expecting
+		// the webhook's few queued ones to turn up early.
+		order := "id DESC"
+		if pred == unfinished {
+			order = "id + 0 DESC"
+		}
+		q, args := `SELECT * FROM deliveries WHERE webhook_id = ? AND `+pred, []any{webhookID}
+		if p.Before > 0 {
+			q += " AND id < ?"
+			args = append(args, p.Before)
+		}
+		if state != "" {
+			q += " AND state = ?"
+			args = append(args, string(state))
+		}
+		return q + " ORDER BY " + order + " LIMIT ?", append(args, limit)
 	}
-	if state != "" {
-		q = q.Where("state = ?", string(state))
+	var q string
+	var args []any
+	switch state {
+	case core.DeliveryPending, core.DeliveryInFlight:
+		q, args = half(unfinished)
+	case "":
+		done, a1 := half(finished)
+		queued, a2 := half(unfinished)
+		q, args = `SELECT * FROM (`+done+`) AS done UNION ALL SELECT * FROM (`+queued+`) AS queued ORDER BY id DESC LIMIT ?`, append(append(a1, a2...), limit)
+	default:
+		q, args = half(finished)
 	}
 	var rows []deliveryRow
-	if err := q.Find(&rows).Error; err != nil {
+	if err := s.db.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
 		return nil, 0, fmt.Errorf("list deliveries: %w", err)
 	}
 	if len(rows) > p.PageLimit() {

@@ -2,12 +2,14 @@ package store_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -623,6 +625,100 @@ func TestCompleteSuccesses(t *testing.T) {
 					t.Fatalf("drop recorded as %+v / %+v", got.Delivery, log)
 				}
 			}
+		}
+	})
+}
+
+func TestListDeliveriesMergesQueueAndHistory(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store, _ string) {
+		ctx := context.Background()
+		w, _, _ := s.RegisterWebhook(ctx, "https://w.example.com/", "whsec_w")
+		s.RegisterWebhook(ctx, "https://x.example.com/", "whsec_x")
+		for i := 1; i <= 9; i++ {
+			if _, err := s.CreateNotification(ctx, notification(fmt.Sprintf("n%d", i)), "admin"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		jobs, err := s.Claim(ctx, 100, time.Minute, nil)
+		if err != nil || len(jobs) != 18 {
+			t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+		}
+		// Of w's nine: three succeed, two fail for good, two go back to the
+		// queue for a retry and two stay in flight.
+		outcome := map[string]core.Outcome{"n1": core.OutcomeSucceeded, "n4": core.OutcomeSucceeded, "n7": core.OutcomeSucceeded,
+			"n2": core.OutcomeFailed, "n5": core.OutcomeFailed, "n3": core.OutcomeRetry, "n6": core.OutcomeRetry}
+		want := map[core.DeliveryState][]int64{}
+		var all []int64
+		var results []core.AttemptResult
+		now := time.Now()
+		for _, j := range jobs {
+			if j.WebhookID != w.ID {
+				continue
+			}
+			all = append(all, j.DeliveryID)
+			o, ok := outcome[j.Notification.ID]
+			state := map[core.Outcome]core.DeliveryState{core.OutcomeSucceeded: core.DeliverySucceeded, core.OutcomeFailed: core.DeliveryFailed, core.OutcomeRetry: core.DeliveryPending}[o]
+			if !ok {
+				state = core.DeliveryInFlight
+			} else {
+				results = append(results, core.AttemptResult{Job: j, Outcome: o, StartedAt: now, StatusCode: 500, NextAttemptAt: now.Add(time.Hour)})
+			}
+			want[state] = append(want[state], j.DeliveryID)
+		}
+		if _, err := s.Complete(ctx, results, 0); err != nil {
+			t.Fatal(err)
+		}
+		desc := func(ids []int64) []int64 {
+			out := slices.Clone(ids)
+			slices.SortFunc(out, func(a, b int64) int { return cmp.Compare(b, a) })
+			return out
+		}
+		// Every page is newest first, and the pages together are the
+		// webhook's deliveries, each once, whatever their state.
+		list := func(state core.DeliveryState, limit int) []int64 {
+			var got []int64
+			p := core.Page{Limit: limit}
+			for {
+				items, next, err := s.ListDeliveries(ctx, w.ID, state, p)
+				if err != nil {
+					t.Fatalf("list %q: %v", state, err)
+				}
+				for _, it := range items {
+					if state != "" && it.State != state {
+						t.Fatalf("list %q: got a %s delivery", state, it.State)
+					}
+					got = append(got, it.ID)
+				}
+				if next == 0 {
+					return got
+				}
+				p.Before = next
+			}
+		}
+		if got := list("", 2); !slices.Equal(got, desc(all)) {
+			t.Fatalf("all deliveries: got %v, want %v", got, desc(all))
+		}
+		if got := list("", 50); !slices.Equal(got, desc(all)) {
+			t.Fatalf("all deliveries in one page: got %v, want %v", got, desc(all))
+		}
+		for _, st := range []core.DeliveryState{core.DeliveryPending, core.DeliveryInFlight, core.DeliverySucceeded, core.DeliveryFailed, core.DeliveryCanceled} {
+			if got := list(st, 2); !slices.Equal(got, desc(want[st])) {
+				t.Fatalf("%s deliveries: got %v, want %v", st, got, desc(want[st]))
+			}
+		}
+		// Deactivation cancels the queued ones, which then list as canceled.
+		if _, err := s.DeactivateWebhook(ctx, w.URL, ""); err != nil {
+			t.Fatal(err)
+		}
+		canceled := append(slices.Clone(want[core.DeliveryPending]), want[core.DeliveryInFlight]...)
+		if got := list(core.DeliveryCanceled, 3); !slices.Equal(got, desc(canceled)) {
+			t.Fatalf("canceled deliveries: got %v, want %v", got, desc(canceled))
+		}
+		if got := list(core.DeliveryPending, 3); len(got) != 0 {
+			t.Fatalf("pending deliveries after deactivation: %v", got)
+		}
+		if got := list("", 4); !slices.Equal(got, desc(all)) {
+			t.Fatalf("all deliveries after deactivation: got %v, want %v", got, desc(all))
 		}
 	})
 }

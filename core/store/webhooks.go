@@ -166,10 +166,7 @@ func (s *Store) deactivate(ctx context.Context, where string, arg any, reason st
 		if res.RowsAffected == 0 {
 			return core.Errorf(core.ECodeNotFound, "no active webhook is registered for this url")
 		}
-		if err := tx.Exec(`UPDATE deliveries SET state = ?, lease_token = '', updated_at = ?, completed_at = ?, last_error = ?
-			WHERE webhook_id = ? AND state IN (?, ?)`,
-			string(core.DeliveryCanceled), now, now, "webhook deactivated", row.ID,
-			string(core.DeliveryPending), string(core.DeliveryInFlight)).Error; err != nil {
+		if err := cancelUnfinished(tx, row.ID, "webhook deactivated", now); err != nil {
 			return err
 		}
 		row.State, row.DeactivatedAt, row.DeactivatedReason, row.UpdatedAt = string(core.WebhookDeactivated), &now, reason, now
