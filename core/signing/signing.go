@@ -15,16 +15,19 @@
 package signing
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -84,16 +87,61 @@ func Sign(secret, msgID string, ts time.Time, body []byte) http.Header {
 // SignHeader is Sign writing into h, typically an outgoing request's Header,
 // replacing any values the signature headers had.
 func SignHeader(h http.Header, secret, msgID string, ts time.Time, body []byte) {
+	var keyBuf [64]byte
+	key, ok := standardKey(secret, keyBuf[:])
+	var std hash.Hash
+	if ok {
+		std = hmac.New(sha256.New, key)
+	}
+	signHeader(h, hmac.New(sha256.New, []byte(secret)), std, msgID, ts, body)
+}
+
+// Signer signs with one secret, as SignHeader does. Keying an HMAC
+// allocates two SHA-256 states and hashes two key blocks, and a delivery
+// needs two HMACs: a Signer keys each once and reuses the keyed states. It
+// is safe for concurrent use.
+type Signer struct {
+	v2, std sync.Pool // of keyed hash.Hash
+	hasStd  bool
+}
+
+// NewSigner returns a Signer for secret.
+func NewSigner(secret string) *Signer {
+	var keyBuf [64]byte
+	key, ok := standardKey(secret, keyBuf[:])
+	key = bytes.Clone(key)
+	s := &Signer{hasStd: ok}
+	s.v2.New = func() any { return hmac.New(sha256.New, []byte(secret)) }
+	s.std.New = func() any { return hmac.New(sha256.New, key) }
+	return s
+}
+
+// SignHeader is the package's SignHeader with the Signer's secret.
+func (s *Signer) SignHeader(h http.Header, msgID string, ts time.Time, body []byte) {
+	v2 := s.v2.Get().(hash.Hash)
+	defer s.v2.Put(v2)
+	var std hash.Hash
+	if s.hasStd {
+		std = s.std.Get().(hash.Hash)
+		defer s.std.Put(std)
+	}
+	signHeader(h, v2, std, msgID, ts, body)
+}
+
+// signHeader signs with v2, keyed with the secret string, and std, keyed
+// with the Standard Webhooks key (nil when the secret has none). Both are
+// reset first.
+func signHeader(h http.Header, v2, std hash.Hash, msgID string, ts time.Time, body []byte) {
 	var tsBuf [20]byte
 	tsText := strconv.AppendInt(tsBuf[:0], ts.Unix(), 10)
 
 	var sum [sha256.Size]byte
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(tsText)
-	mac.Write(dot)
-	mac.Write(body)
+	v2.Reset()
+	v2.Write(tsText)
+	v2.Write(dot)
+	v2.Write(body)
 	var hexSig [2 * sha256.Size]byte
-	hex.Encode(hexSig[:], mac.Sum(sum[:0]))
+	hex.Encode(hexSig[:], v2.Sum(sum[:0]))
 
 	// One backing array for every value; each header gets a slice of it
 	// with capacity 1, so an Add on one header cannot write into another.
@@ -103,23 +151,21 @@ func SignHeader(h http.Header, secret, msgID string, ts time.Time, body []byte) 
 	h[HeaderTimestamp] = vals[1:2:2]
 	h[HeaderSignatureV2] = vals[2:3:3]
 
-	var keyBuf [64]byte
-	key, ok := standardKey(secret, keyBuf[:])
-	if !ok {
+	if std == nil {
 		delete(h, HeaderStandardID)
 		delete(h, HeaderStandardTimestamp)
 		delete(h, HeaderStandardSignature)
 		return
 	}
-	mac = hmac.New(sha256.New, key)
-	io.WriteString(mac, msgID)
-	mac.Write(dot)
-	mac.Write(tsText)
-	mac.Write(dot)
-	mac.Write(body)
+	std.Reset()
+	io.WriteString(std, msgID)
+	std.Write(dot)
+	std.Write(tsText)
+	std.Write(dot)
+	std.Write(body)
 	var v1 [len("v1,") + 44]byte // 44 = base64 length of a SHA-256 sum
 	copy(v1[:], "v1,")
-	base64.StdEncoding.Encode(v1[len("v1,"):], mac.Sum(sum[:0]))
+	base64.StdEncoding.Encode(v1[len("v1,"):], std.Sum(sum[:0]))
 	vals[3], vals[4], vals[5] = msgID, vals[1], string(v1[:])
 	h[HeaderStandardID] = vals[3:4:4]
 	h[HeaderStandardTimestamp] = vals[4:5:5]

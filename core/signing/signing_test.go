@@ -6,10 +6,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,26 +56,68 @@ func TestSignVectors(t *testing.T) {
 	for _, v := range loadVectors(t) {
 		t.Run(v.Name, func(t *testing.T) {
 			t.Parallel()
-			h := signing.Sign(v.Secret, v.StandardWebhooks.ID, time.Unix(v.Timestamp, 0), []byte(v.Body))
 			ts := strconv.FormatInt(v.Timestamp, 10)
-			want := map[string]string{
-				"X-Webhook-Id":           v.StandardWebhooks.ID,
-				"X-Webhook-Timestamp":    ts,
-				"X-Webhook-Signature-V2": v.SignatureV2,
-				"Webhook-Id":             v.StandardWebhooks.ID,
-				"Webhook-Timestamp":      ts,
-				"Webhook-Signature":      v.StandardWebhooks.Signature,
-			}
-			if len(h) != len(want) {
-				t.Errorf("Sign set %d headers, want %d: %v", len(h), len(want), h)
-			}
-			for name, value := range want {
-				if got := h.Values(name); len(got) != 1 || got[0] != value {
-					t.Errorf("%s = %q, want [%q]", name, got, value)
+			// Sign, and a Signer twice over (the second time from its reused,
+			// already keyed states) must all give the vector's headers.
+			signer := signing.NewSigner(v.Secret)
+			for _, via := range []string{"Sign", "Signer", "Signer again"} {
+				h := signing.Sign(v.Secret, v.StandardWebhooks.ID, time.Unix(v.Timestamp, 0), []byte(v.Body))
+				if via != "Sign" {
+					h = http.Header{}
+					signer.SignHeader(h, v.StandardWebhooks.ID, time.Unix(v.Timestamp, 0), []byte(v.Body))
 				}
+				checkHeaders(t, via, h, v, ts)
 			}
 		})
 	}
+}
+
+func checkHeaders(t *testing.T, via string, h http.Header, v vector, ts string) {
+	t.Helper()
+	want := map[string]string{
+		"X-Webhook-Id":           v.StandardWebhooks.ID,
+		"X-Webhook-Timestamp":    ts,
+		"X-Webhook-Signature-V2": v.SignatureV2,
+		"Webhook-Id":             v.StandardWebhooks.ID,
+		"Webhook-Timestamp":      ts,
+		"Webhook-Signature":      v.StandardWebhooks.Signature,
+	}
+	if len(h) != len(want) {
+		t.Errorf("%s set %d headers, want %d: %v", via, len(h), len(want), h)
+	}
+	for name, value := range want {
+		if got := h.Values(name); len(got) != 1 || got[0] != value {
+			t.Errorf("%s: %s = %q, want [%q]", via, name, got, value)
+		}
+	}
+}
+
+// A Signer shared by many goroutines signs each body as Sign does.
+func TestSignerConcurrent(t *testing.T) {
+	t.Parallel()
+	secret := mustSecret(t)
+	signer := signing.NewSigner(secret)
+	ts := time.Unix(1767225600, 0)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				body := []byte(fmt.Sprintf(`{"g":%d,"i":%d}`, g, i))
+				h := http.Header{}
+				signer.SignHeader(h, "msg_1", ts, body)
+				want := signing.Sign(secret, "msg_1", ts, body)
+				for _, name := range []string{signing.HeaderSignatureV2, signing.HeaderStandardSignature} {
+					if h.Get(name) != want.Get(name) {
+						t.Errorf("goroutine %d body %d: %s = %q, want %q", g, i, name, h.Get(name), want.Get(name))
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func TestSignSubSecondTimestamp(t *testing.T) {
@@ -188,13 +232,20 @@ func TestSignNonBase64Secret(t *testing.T) {
 	t.Parallel()
 	for _, secret := range []string{"whsec_", "whsec_not base64!", "plain-shared-secret"} {
 		h := signing.Sign(secret, "msg_1", time.Unix(1767225600, 0), []byte("{}"))
-		if h.Get(signing.HeaderSignatureV2) == "" {
-			t.Errorf("%q: no V2 signature", secret)
-		}
-		for _, name := range []string{signing.HeaderStandardID, signing.HeaderStandardTimestamp, signing.HeaderStandardSignature} {
-			if _, ok := h[name]; ok {
-				t.Errorf("%q: %s set without a Standard Webhooks key", secret, name)
+		fromSigner := http.Header{signing.HeaderStandardSignature: {"v1,stale"}}
+		signing.NewSigner(secret).SignHeader(fromSigner, "msg_1", time.Unix(1767225600, 0), []byte("{}"))
+		for via, h := range map[string]http.Header{"Sign": h, "Signer": fromSigner} {
+			if h.Get(signing.HeaderSignatureV2) == "" {
+				t.Errorf("%s %q: no V2 signature", via, secret)
 			}
+			for _, name := range []string{signing.HeaderStandardID, signing.HeaderStandardTimestamp, signing.HeaderStandardSignature} {
+				if _, ok := h[name]; ok {
+					t.Errorf("%s %q: %s set without a Standard Webhooks key", via, secret, name)
+				}
+			}
+		}
+		if h.Get(signing.HeaderSignatureV2) != fromSigner.Get(signing.HeaderSignatureV2) {
+			t.Errorf("%q: Sign and Signer disagree", secret)
 		}
 	}
 }
@@ -291,5 +342,17 @@ func BenchmarkSignHeader(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		signing.SignHeader(h, secret, "msg_2ZQxPz0123456789", ts, body)
+	}
+}
+
+func BenchmarkSigner(b *testing.B) {
+	signer := signing.NewSigner(mustSecret(b))
+	ts := time.Unix(1767225600, 0)
+	body := []byte(strings.Repeat("x", 4<<10))
+	h := http.Header{"Content-Type": {"application/json"}}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		signer.SignHeader(h, "msg_2ZQxPz0123456789", ts, body)
 	}
 }

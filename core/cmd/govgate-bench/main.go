@@ -48,6 +48,7 @@ var (
 	batchSize     = flag.Int("batch", 64, "dispatcher claim batch size")
 	fanout        = flag.Int("fanout", 100_000, "webhooks in the fan-out run")
 	cpuProfile    = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	memProfile    = flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
 	rounds        = flag.Int("rounds", 3, "rounds of each ratio figure; each round measures the baseline and the subject back to back, and the medians are reported")
 	only          = flag.String("only", "", "run only these parts, comma-separated: ceiling, sqlite, postgres, latency, fanout, plugins, health")
 )
@@ -65,6 +66,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "govgate-bench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
+	}
+	if *memProfile != "" {
+		if f, err := os.Create(*memProfile); err == nil {
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
 	}
 }
 
