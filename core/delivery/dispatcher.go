@@ -319,6 +319,13 @@ func (d *Dispatcher) release(webhook int64) {
 	}
 }
 
+// recordLinger is how long the record loop waits for more results before it
+// writes a batch of at most maxRecordBatch.
+const (
+	recordLinger   = 5 * time.Millisecond
+	maxRecordBatch = 256
+)
+
 // recordLoop writes attempt results in batches: one transaction for many
 // attempts keeps the database from being the bottleneck. When the database
 // is down it keeps the batch and retries; leases keep the deliveries safe
@@ -349,20 +356,25 @@ func (d *Dispatcher) recordLoop() {
 			return
 		}
 		batch = append(batch, res)
-		// Take whatever else is ready, without waiting for it.
-	drain:
-		for len(batch) < 256 {
+		// Gather what comes in the next few milliseconds: PostgreSQL's cost
+		// of a completion is largely per statement, and the wait delays only
+		// the record, not the delivery.
+		linger := time.NewTimer(recordLinger)
+	gather:
+		for len(batch) < maxRecordBatch {
 			select {
 			case r, ok := <-d.results:
 				if !ok {
+					linger.Stop()
 					flush()
 					return
 				}
 				batch = append(batch, r)
-			default:
-				break drain
+			case <-linger.C:
+				break gather
 			}
 		}
+		linger.Stop()
 		flush()
 	}
 }
