@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -74,10 +75,15 @@ func (s *Store) CreateNotificationHandoff(ctx context.Context, n core.Notificati
 		r = h.Reserve(math.MaxInt32)
 	}
 	var jobs []core.Job
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		created, jobs, err = s.insertNotification(tx, n, source, r)
-		return err
-	})
+	if s.dialect == Postgres {
+		// One statement, atomic on its own: no transaction round trips.
+		created, jobs, err = s.insertNotificationPG(ctx, s.pool(), n, source, r)
+	} else {
+		err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			created, jobs, err = s.insertNotification(tx, n, source, r)
+			return err
+		})
+	}
 	if err != nil {
 		jobs = nil
 	}
@@ -94,8 +100,109 @@ func (s *Store) CreateNotificationHandoff(ctx context.Context, n core.Notificati
 // transaction, for producers (the indexer) that must store a notification
 // atomically with their own state.
 func (s *Store) InsertNotificationTx(tx *gorm.DB, n core.Notification, source string) (bool, error) {
+	if s.dialect == Postgres {
+		created, _, err := s.insertNotificationPG(tx.Statement.Context, txQuerier(tx), n, source, core.Reservation{})
+		return created, err
+	}
 	created, _, err := s.insertNotification(tx, n, source, core.Reservation{})
 	return created, err
+}
+
+// insertNotificationPG is insertNotification on PostgreSQL, in one
+// statement: the notification and, unless its id was already stored, its
+// deliveries, those for the first r.N active webhooks by id (less
+// r.Exclude) in flight under a new lease and the rest pending. Fan-out for
+// 100,000 webhooks is still one statement.
+func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Notification, source string, r core.Reservation) (bool, []core.Job, error) {
+	body, err := NotificationBody(n)
+	if err != nil {
+		return false, nil, err
+	}
+	token := ""
+	if r.N > 0 {
+		if token, err = newToken(); err != nil {
+			return false, nil, err
+		}
+	}
+	now := s.now()
+	exclude := append([]int64{}, r.Exclude...) // never NULL: = ANY(NULL) would exclude everything
+	rows, err := q.QueryContext(ctx, `WITH n AS (INSERT INTO notifications (id, type, dao, occurred_at, body, source, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING RETURNING id),
+		w AS (SELECT id FROM webhooks WHERE state = $8 AND EXISTS (SELECT 1 FROM n)),
+		l AS (SELECT id FROM w WHERE NOT (id = ANY($9::bigint[])) ORDER BY id LIMIT $10),
+		ins AS (INSERT INTO deliveries (notification_id, webhook_id, state, next_attempt_at, attempts, lease_token, last_status, last_error, created_at, updated_at)
+			SELECT $1, w.id,
+				CASE WHEN l.id IS NULL THEN $11::text ELSE $12::text END,
+				CASE WHEN l.id IS NULL THEN $7::timestamptz ELSE $13::timestamptz END,
+				CASE WHEN l.id IS NULL THEN 0 ELSE 1 END,
+				CASE WHEN l.id IS NULL THEN '' ELSE $14::text END,
+				0, '', $7, $7
+			FROM w LEFT JOIN l ON l.id = w.id
+			RETURNING id, webhook_id, lease_token)
+		SELECT EXISTS (SELECT 1 FROM n), x.id, x.webhook_id, x.url, x.secret_ciphertext
+		FROM (SELECT 1) AS one LEFT JOIN (
+			SELECT ins.id, ins.webhook_id, wh.url, wh.secret_ciphertext FROM ins JOIN webhooks wh ON wh.id = ins.webhook_id WHERE ins.lease_token <> ''
+		) AS x ON true
+		ORDER BY x.webhook_id`,
+		n.ID, n.Type, n.DAO, n.OccurredAt.UTC(), body, source, now,
+		string(core.WebhookActive), exclude, r.N,
+		string(core.DeliveryPending), string(core.DeliveryInFlight), now.Add(r.Lease), token)
+	if err != nil {
+		return false, nil, fmt.Errorf("insert notification: %w", err)
+	}
+	defer rows.Close()
+	var created bool
+	var leased []leasedRow
+	for rows.Next() {
+		var (
+			l        leasedRow
+			delivery sql.NullInt64
+			webhook  sql.NullInt64
+			url      sql.NullString
+		)
+		if err := rows.Scan(&created, &delivery, &webhook, &url, &l.sealed); err != nil {
+			return false, nil, fmt.Errorf("insert notification: %w", err)
+		}
+		if delivery.Valid {
+			l.delivery, l.webhook, l.url = delivery.Int64, webhook.Int64, url.String
+			leased = append(leased, l)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return false, nil, fmt.Errorf("insert notification: %w", err)
+	}
+	if len(leased) == 0 {
+		return created, nil, nil
+	}
+	jobs, err := s.leasedJobs(n.ID, body, token, leased)
+	return created, jobs, err
+}
+
+// leasedRow is a delivery stored in flight at fan-out, with its webhook.
+type leasedRow struct {
+	delivery, webhook int64
+	url               string
+	sealed            []byte
+}
+
+// leasedJobs turns deliveries leased at fan-out under token into jobs.
+func (s *Store) leasedJobs(id string, body []byte, token string, rows []leasedRow) ([]core.Job, error) {
+	note, err := notificationRow{ID: id, Body: body}.domain()
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]core.Job, len(rows))
+	for i, l := range rows {
+		secret, err := s.openSecret(l.url, l.sealed)
+		if err != nil {
+			return nil, err
+		}
+		jobs[i] = core.Job{
+			DeliveryID: l.delivery, LeaseToken: token, Attempt: 1, Notification: note, Body: body,
+			WebhookID: l.webhook, WebhookURL: l.url, Secret: secret,
+		}
+	}
+	return jobs, nil
 }
 
 func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source string, r core.Reservation) (bool, []core.Job, error) {
@@ -150,111 +257,71 @@ func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source stri
 
 // fanOutLeased stores the deliveries of notification id for the first r.N
 // active webhooks by id, not counting the excluded ones, in flight under a
-// new lease, and returns them as jobs in webhook id order.
+// new lease, and returns them as jobs in webhook id order (SQLite;
+// insertNotificationPG does this on PostgreSQL).
 func (s *Store) fanOutLeased(tx *gorm.DB, id string, body []byte, r core.Reservation, now time.Time) ([]core.Job, error) {
-	note, err := notificationRow{ID: id, Body: body}.domain()
-	if err != nil {
-		return nil, err
-	}
 	token, err := newToken()
 	if err != nil {
 		return nil, err
 	}
-	type leased struct {
-		delivery, webhook int64
-		url               string
-		sealed            []byte
-	}
-	var rows []leased
+	// The webhooks first, then their deliveries; the single writer (this
+	// transaction already wrote) keeps the two consistent.
+	var rows []leasedRow
 	q, ctx := txQuerier(tx), tx.Statement.Context
-	const columns = `INSERT INTO deliveries (notification_id, webhook_id, state, next_attempt_at, attempts, lease_token, last_status, last_error, created_at, updated_at)`
-	if s.dialect == Postgres {
-		exclude := append([]int64{}, r.Exclude...) // never NULL: = ANY(NULL) would exclude everything
-		res, err := q.QueryContext(ctx, `WITH w AS (SELECT id, url, secret_ciphertext FROM webhooks WHERE state = $1 AND NOT (id = ANY($2::bigint[])) ORDER BY id LIMIT $3),
-			ins AS (`+columns+` SELECT $4, id, $5, $6, 1, $7, 0, '', $8, $8 FROM w RETURNING id, webhook_id)
-			SELECT ins.id, ins.webhook_id, w.url, w.secret_ciphertext FROM ins JOIN w ON w.id = ins.webhook_id ORDER BY ins.webhook_id`,
-			string(core.WebhookActive), exclude, r.N, id, string(core.DeliveryInFlight), now.Add(r.Lease), token, now)
-		if err != nil {
-			return nil, fmt.Errorf("fan out notification: %w", err)
-		}
-		defer res.Close()
-		for res.Next() {
-			var l leased
-			if err := res.Scan(&l.delivery, &l.webhook, &l.url, &l.sealed); err != nil {
-				return nil, fmt.Errorf("fan out notification: %w", err)
-			}
-			rows = append(rows, l)
-		}
-		if err := res.Err(); err != nil {
-			return nil, fmt.Errorf("fan out notification: %w", err)
-		}
-	} else {
-		// SQLite: the webhooks first, then their deliveries; the single
-		// writer (this transaction already wrote) keeps the two consistent.
-		where, args := "state = ?", []any{string(core.WebhookActive)}
-		if len(r.Exclude) > 0 {
-			where += " AND id NOT IN (" + marks(len(r.Exclude)) + ")"
-			for _, id := range r.Exclude {
-				args = append(args, id)
-			}
-		}
-		res, err := q.QueryContext(ctx, `SELECT id, url, secret_ciphertext FROM webhooks WHERE `+where+` ORDER BY id LIMIT ?`, append(args, r.N)...)
-		if err != nil {
-			return nil, fmt.Errorf("fan out notification: %w", err)
-		}
-		for res.Next() {
-			var l leased
-			if err := res.Scan(&l.webhook, &l.url, &l.sealed); err != nil {
-				res.Close()
-				return nil, fmt.Errorf("fan out notification: %w", err)
-			}
-			rows = append(rows, l)
-		}
-		res.Close()
-		if err := res.Err(); err != nil {
-			return nil, fmt.Errorf("fan out notification: %w", err)
-		}
-		if len(rows) > 0 {
-			values := make([]string, len(rows))
-			args := make([]any, 0, 7*len(rows))
-			for i, l := range rows {
-				values[i] = "(?, ?, ?, ?, 1, ?, 0, '', ?, ?)"
-				args = append(args, id, l.webhook, string(core.DeliveryInFlight), now.Add(r.Lease), token, now, now)
-			}
-			ins, err := q.QueryContext(ctx, columns+` VALUES `+strings.Join(values, ", ")+` RETURNING id, webhook_id`, args...)
-			if err != nil {
-				return nil, fmt.Errorf("fan out notification: %w", err)
-			}
-			byWebhook := make(map[int64]int64, len(rows))
-			for ins.Next() {
-				var d, w int64
-				if err := ins.Scan(&d, &w); err != nil {
-					ins.Close()
-					return nil, fmt.Errorf("fan out notification: %w", err)
-				}
-				byWebhook[w] = d
-			}
-			ins.Close()
-			if err := ins.Err(); err != nil {
-				return nil, fmt.Errorf("fan out notification: %w", err)
-			}
-			for i := range rows {
-				rows[i].delivery = byWebhook[rows[i].webhook]
-			}
+	where, args := "state = ?", []any{string(core.WebhookActive)}
+	if len(r.Exclude) > 0 {
+		where += " AND id NOT IN (" + marks(len(r.Exclude)) + ")"
+		for _, id := range r.Exclude {
+			args = append(args, id)
 		}
 	}
-	jobs := make([]core.Job, len(rows))
+	res, err := q.QueryContext(ctx, `SELECT id, url, secret_ciphertext FROM webhooks WHERE `+where+` ORDER BY id LIMIT ?`, append(args, r.N)...)
+	if err != nil {
+		return nil, fmt.Errorf("fan out notification: %w", err)
+	}
+	for res.Next() {
+		var l leasedRow
+		if err := res.Scan(&l.webhook, &l.url, &l.sealed); err != nil {
+			res.Close()
+			return nil, fmt.Errorf("fan out notification: %w", err)
+		}
+		rows = append(rows, l)
+	}
+	res.Close()
+	if err := res.Err(); err != nil {
+		return nil, fmt.Errorf("fan out notification: %w", err)
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	values := make([]string, len(rows))
+	args = make([]any, 0, 7*len(rows))
 	for i, l := range rows {
-		secret, err := s.openSecret(l.url, l.sealed)
-		if err != nil {
-			return nil, err
-		}
-		jobs[i] = core.Job{
-			DeliveryID: l.delivery, LeaseToken: token, Attempt: 1, Notification: note, Body: body,
-			WebhookID: l.webhook, WebhookURL: l.url, Secret: secret,
-		}
+		values[i] = "(?, ?, ?, ?, 1, ?, 0, '', ?, ?)"
+		args = append(args, id, l.webhook, string(core.DeliveryInFlight), now.Add(r.Lease), token, now, now)
 	}
-	return jobs, nil
+	ins, err := q.QueryContext(ctx, `INSERT INTO deliveries (notification_id, webhook_id, state, next_attempt_at, attempts, lease_token, last_status, last_error, created_at, updated_at)
+		VALUES `+strings.Join(values, ", ")+` RETURNING id, webhook_id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("fan out notification: %w", err)
+	}
+	byWebhook := make(map[int64]int64, len(rows))
+	for ins.Next() {
+		var d, w int64
+		if err := ins.Scan(&d, &w); err != nil {
+			ins.Close()
+			return nil, fmt.Errorf("fan out notification: %w", err)
+		}
+		byWebhook[w] = d
+	}
+	ins.Close()
+	if err := ins.Err(); err != nil {
+		return nil, fmt.Errorf("fan out notification: %w", err)
+	}
+	for i := range rows {
+		rows[i].delivery = byWebhook[rows[i].webhook]
+	}
+	return s.leasedJobs(id, body, token, rows)
 }
 
 // Notification returns a stored notification.
