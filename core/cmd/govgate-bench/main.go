@@ -133,24 +133,22 @@ func run(ctx context.Context) error {
 	}()
 
 	total := *webhooks * *notifications
-	// Each round measures the wire ceiling right before the runs it is the
-	// baseline of, so that a noisy neighbour affects both alike.
+	// Each ratio's baseline is the wire ceiling measured right before its
+	// run, so that a noisy neighbour affects both alike; every round
+	// measures one of each.
 	var ceilings, sqliteRates, sqliteRatios, pgRates, pgRatios []float64
+	ceiling := func() (float64, error) {
+		c, err := wireCeiling(ctx, client, rcv, total)
+		ceilings = append(ceilings, c)
+		return c, err
+	}
 	for r := 0; r < *rounds; r++ {
-		ceiling, err := wireCeiling(ctx, client, rcv, total)
-		if err != nil {
-			return err
-		}
-		ceilings = append(ceilings, ceiling)
-		if want("sqlite") {
-			rate, err := throughput(ctx, "sqlite:"+filepath.Join(tmp, fmt.Sprintf("bench%d.db", r)), client, rcv, nil)
-			if err != nil {
-				return fmt.Errorf("sqlite run: %w", err)
-			}
-			sqliteRates, sqliteRatios = append(sqliteRates, rate), append(sqliteRatios, rate/ceiling)
-		}
 		if want("postgres") || want("latency") {
 			url, err := newDB(fmt.Sprintf("bench_throughput_%d", r))
+			if err != nil {
+				return err
+			}
+			base, err := ceiling()
 			if err != nil {
 				return err
 			}
@@ -158,7 +156,23 @@ func run(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("postgres run: %w", err)
 			}
-			pgRates, pgRatios = append(pgRates, rate), append(pgRatios, rate/ceiling)
+			pgRates, pgRatios = append(pgRates, rate), append(pgRatios, rate/base)
+		}
+		if want("sqlite") {
+			base, err := ceiling()
+			if err != nil {
+				return err
+			}
+			rate, err := throughput(ctx, "sqlite:"+filepath.Join(tmp, fmt.Sprintf("bench%d.db", r)), client, rcv, nil)
+			if err != nil {
+				return fmt.Errorf("sqlite run: %w", err)
+			}
+			sqliteRates, sqliteRatios = append(sqliteRates, rate), append(sqliteRatios, rate/base)
+		}
+		if !want("postgres") && !want("latency") && !want("sqlite") {
+			if _, err := ceiling(); err != nil {
+				return err
+			}
 		}
 	}
 	report("wire_ceiling_per_s", "%.0f", median(ceilings))
