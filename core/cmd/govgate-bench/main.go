@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -332,6 +333,9 @@ func wireCeiling(ctx context.Context, client *http.Client, rcv *benchReceiver, n
 		reqs[i] = req{body, h}
 	}
 	url := "https://" + rcv.addr + "/ceiling"
+	// Like testing.B, each measured run starts with the garbage of what
+	// came before it collected.
+	runtime.GC()
 	var next atomic.Int64
 	var failed atomic.Int64
 	var wg sync.WaitGroup
@@ -442,8 +446,9 @@ func throughput(ctx context.Context, dbURL string, client *http.Client, rcv *ben
 			return 0, err
 		}
 	}
-	pgCPU0, selfCPU0 := postgresCPU(), selfCPU()
 	debugStatements(ctx, p.st, false)
+	runtime.GC() // as in wireCeiling
+	pgCPU0, selfCPU0 := postgresCPU(), selfCPU()
 	seen0 := rcv.count.Load()
 	start := time.Now()
 	for i := 0; i < *notifications; i++ {
