@@ -135,46 +135,45 @@ func run(ctx context.Context) error {
 
 	total := *webhooks * *notifications
 	// Each ratio's baseline is the wire ceiling measured right before its
-	// run, so that a noisy neighbour affects both alike; every round
-	// measures one of each.
+	// run, so that a noisy neighbour affects both alike. PostgreSQL's rounds
+	// come first, so that none of them follows a SQLite run (whose file
+	// writes the kernel flushes later).
 	var ceilings, sqliteRates, sqliteRatios, pgRates, pgRatios []float64
-	ceiling := func() (float64, error) {
-		c, err := wireCeiling(ctx, client, rcv, total)
-		ceilings = append(ceilings, c)
-		return c, err
+	measure := func(url string) (rate, ratio float64, err error) {
+		base, err := wireCeiling(ctx, client, rcv, total)
+		if err != nil {
+			return 0, 0, err
+		}
+		ceilings = append(ceilings, base)
+		if rate, err = throughput(ctx, url, client, rcv, nil); err != nil {
+			return 0, 0, err
+		}
+		return rate, rate / base, nil
 	}
-	for r := 0; r < *rounds; r++ {
-		if want("postgres") || want("latency") {
-			url, err := newDB(fmt.Sprintf("bench_throughput_%d", r))
-			if err != nil {
-				return err
-			}
-			base, err := ceiling()
-			if err != nil {
-				return err
-			}
-			rate, err := throughput(ctx, url, client, rcv, nil)
-			if err != nil {
-				return fmt.Errorf("postgres run: %w", err)
-			}
-			pgRates, pgRatios = append(pgRates, rate), append(pgRatios, rate/base)
+	for r := 0; r < *rounds && (want("postgres") || want("latency")); r++ {
+		url, err := newDB(fmt.Sprintf("bench_throughput_%d", r))
+		if err != nil {
+			return err
 		}
-		if want("sqlite") {
-			base, err := ceiling()
-			if err != nil {
-				return err
-			}
-			rate, err := throughput(ctx, "sqlite:"+filepath.Join(tmp, fmt.Sprintf("bench%d.db", r)), client, rcv, nil)
-			if err != nil {
-				return fmt.Errorf("sqlite run: %w", err)
-			}
-			sqliteRates, sqliteRatios = append(sqliteRates, rate), append(sqliteRatios, rate/base)
+		rate, ratio, err := measure(url)
+		if err != nil {
+			return fmt.Errorf("postgres run: %w", err)
 		}
-		if !want("postgres") && !want("latency") && !want("sqlite") {
-			if _, err := ceiling(); err != nil {
-				return err
-			}
+		pgRates, pgRatios = append(pgRates, rate), append(pgRatios, ratio)
+	}
+	for r := 0; r < *rounds && want("sqlite"); r++ {
+		rate, ratio, err := measure("sqlite:" + filepath.Join(tmp, fmt.Sprintf("bench%d.db", r)))
+		if err != nil {
+			return fmt.Errorf("sqlite run: %w", err)
 		}
+		sqliteRates, sqliteRatios = append(sqliteRates, rate), append(sqliteRatios, ratio)
+	}
+	for r := 0; r < *rounds && len(ceilings) < *rounds; r++ {
+		c, err := wireCeiling(ctx, client, rcv, total)
+		if err != nil {
+			return err
+		}
+		ceilings = append(ceilings, c)
 	}
 	report("wire_ceiling_per_s", "%.0f", median(ceilings))
 	if len(sqliteRates) > 0 {
