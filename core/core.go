@@ -257,6 +257,10 @@ type Job struct {
 	WebhookID    int64
 	WebhookURL   string
 	Secret       string
+	// LeaseExpires is when the lease runs out: an attempt that could not
+	// end by then is not started, since another process may take the
+	// delivery up from that moment.
+	LeaseExpires time.Time
 }
 
 // Reservation is room a dispatcher holds for jobs about to be claimed: at
@@ -268,6 +272,9 @@ type Reservation struct {
 	N       int
 	Exclude []int64
 	Lease   time.Duration
+	// Fresh marks room for a producer's fresh deliveries (the dispatcher's
+	// backlog), as opposed to room for a claim.
+	Fresh bool
 }
 
 // Outcome is what an attempt decided for its delivery.

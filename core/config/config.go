@@ -87,6 +87,11 @@ type Delivery struct {
 	DisableAfter time.Duration `yaml:"disable_after"`
 	BatchSize    int           `yaml:"batch_size"`
 	PollInterval time.Duration `yaml:"poll_interval"`
+	// Backlog is how many fresh deliveries of notifications this process
+	// accepts may go straight to its own workers, stored in flight under a
+	// lease, beyond what it claims from the queue (0: none; all go through
+	// the queue).
+	Backlog int `yaml:"backlog"`
 }
 
 // Plugins configures the WebAssembly plugin host.
@@ -119,6 +124,7 @@ func Default() Config {
 			DisableAfter:  5 * 24 * time.Hour,
 			BatchSize:     64,
 			PollInterval:  time.Second,
+			Backlog:       4096,
 		},
 		Plugins: Plugins{CallTimeout: 250 * time.Millisecond, MemoryLimitMB: 64},
 		Indexer: indexer.Config{}.WithDefaults(),
@@ -284,6 +290,8 @@ func (c *Config) Validate() error {
 		return bad("delivery.batch_size", "must be positive")
 	case d.PollInterval <= 0:
 		return bad("delivery.poll_interval", "must be positive")
+	case d.Backlog < 0:
+		return bad("delivery.backlog", "must not be negative")
 	}
 	for i, w := range d.Schedule {
 		if w <= 0 {

@@ -67,6 +67,11 @@ type Config struct {
 	DisableAfter          time.Duration
 	BatchSize             int
 	PollInterval          time.Duration
+	// Backlog is how many fresh deliveries producers may hand to this
+	// dispatcher (Reserve/Hand) beyond the room it claims into: a burst of
+	// new notifications goes straight to the workers, without a claim's row
+	// write, while claims keep their own room. 0 disables hand-offs.
+	Backlog int
 }
 
 // MaxResponseExcerpt is how much of a receiver's answer is recorded.
@@ -78,22 +83,40 @@ type Dispatcher struct {
 	log  *slog.Logger
 	wake chan struct{}
 
-	mu         sync.Mutex
-	running    bool // between Run's start and its end; jobs is open
-	inflight   int  // jobs handed to the workers and not yet attempted
-	reserved   int  // room held for claims and hand-offs under way
-	perWebhook map[int64]int
-	slotFree   chan struct{}
+	mu      sync.Mutex
+	running bool // between Run's start and its end; jobs is open
+	// held counts jobs in memory (queued, parked or being attempted) and
+	// reserved the room held for claims and hand-offs under way, each by
+	// pool: claimed jobs, and fresh ones handed over by producers.
+	held, reserved [2]int
+	perWebhook     map[int64]int    // jobs in memory, by webhook
+	active         map[int64]int    // attempts under way, by webhook
+	parked         map[int64][]task // jobs waiting for their webhook's concurrency limit
+	slotFree       chan struct{}
 
 	// jobs feeds a fixed pool of workers (long-lived goroutines keep the
-	// stacks the HTTP client grows into); up to two batches more than the
-	// workers wait in it, so no worker waits for a claim round trip.
-	jobs    chan core.Job
-	results chan core.AttemptResult
-	wg      sync.WaitGroup
+	// stacks the HTTP client grows into). It has room for every job the
+	// dispatcher may hold, so a send never blocks.
+	jobs     chan task
+	results  chan core.AttemptResult
+	wg       sync.WaitGroup
+	leftover []core.Job // jobs not started when Run ended, to give back
 
 	signersMu sync.Mutex
 	signers   map[string]*signing.Signer // by secret; see signer
+}
+
+// The two pools of room: claimed jobs, and fresh jobs handed over by
+// producers (Config.Backlog).
+const (
+	claimed = 0
+	handed  = 1
+)
+
+// task is a job and the pool whose room it holds.
+type task struct {
+	job  core.Job
+	pool int
 }
 
 // maxSigners bounds the signer cache; past it the cache starts over.
@@ -124,7 +147,8 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, errors.New("dispatcher: http client required")
 	case cfg.Workers <= 0 || cfg.PerWebhookConcurrency <= 0 || cfg.BatchSize <= 0:
 		return nil, errors.New("dispatcher: workers, per-webhook concurrency and batch size must be positive")
-	case cfg.Lease < cfg.Timeout:
+	case cfg.Lease <= cfg.Timeout:
+		// A job is not started with less than a timeout of its lease left.
 		return nil, errors.New("dispatcher: lease must outlast the delivery timeout")
 	}
 	if cfg.Logger == nil {
@@ -133,13 +157,18 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
 	}
+	if cfg.Backlog < 0 {
+		cfg.Backlog = 0
+	}
 	return &Dispatcher{
 		cfg: cfg, log: cfg.Logger,
 		wake:       make(chan struct{}, 1),
 		slotFree:   make(chan struct{}, 1),
 		perWebhook: map[int64]int{},
+		active:     map[int64]int{},
+		parked:     map[int64][]task{},
 		results:    make(chan core.AttemptResult, 4*cfg.Workers),
-		jobs:       make(chan core.Job, cfg.Workers+2*cfg.BatchSize),
+		jobs:       make(chan task, cfg.Workers+2*cfg.BatchSize+cfg.Backlog),
 	}, nil
 }
 
@@ -153,7 +182,8 @@ func (d *Dispatcher) Wake() {
 }
 
 // Run claims and delivers until ctx ends, then waits for attempts under way
-// (each bounded by the delivery timeout) and records them.
+// (each bounded by the delivery timeout), records them, and gives the jobs
+// it had not started back to the queue.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { defer close(done); d.recordLoop() }()
@@ -164,17 +194,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
-			for j := range d.jobs {
-				res := d.attempt(ctx, j)
-				d.release(j.WebhookID)
-				d.results <- res
-			}
+			d.work(ctx)
 		}()
 	}
 	defer func() {
-		// Jobs already claimed are still attempted: each is bounded by the
-		// delivery timeout, and their leases would only delay them. Jobs
-		// handed over from now on go back to the queue (Hand).
+		// Jobs handed over from now on go back to the queue (Hand); so do
+		// the ones not started, rather than wait for their leases to run out.
 		d.mu.Lock()
 		d.running = false
 		close(d.jobs)
@@ -182,6 +207,17 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		d.wg.Wait()
 		close(d.results)
 		<-done
+		d.mu.Lock()
+		left := d.leftover
+		for w, q := range d.parked {
+			for _, t := range q {
+				left = append(left, t.job)
+			}
+			delete(d.parked, w)
+		}
+		d.leftover = nil
+		d.mu.Unlock()
+		d.giveBack(left)
 	}()
 	bo := newStoreBackoff()
 	// Claim in batches: waiting for half a batch of room costs no latency
@@ -196,9 +232,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		r := d.reserve(min(free, d.cfg.BatchSize))
+		r := d.reserve(claimed, min(free, d.cfg.BatchSize))
 		if r.N == 0 {
-			continue // a producer's hand-off took the room first
+			continue
 		}
 		jobs, err := d.cfg.Queue.Claim(ctx, r.N, r.Lease, r.Exclude)
 		if err != nil {
@@ -224,19 +260,120 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// room is how many more jobs the dispatcher takes: enough for every worker
-// and two batches waiting for them, less what is handed over or reserved.
+// work is a worker: it attempts jobs in the order they came, except that a
+// job whose webhook is at its concurrency limit waits (parked, not holding
+// the worker) until one of that webhook's attempts ends; the worker that
+// ends it takes the parked job next.
+func (d *Dispatcher) work(ctx context.Context) {
+	for t := range d.jobs {
+		if !d.start(ctx, t) {
+			continue
+		}
+		for ok := true; ok; {
+			d.process(ctx, t)
+			t, ok = d.finish(ctx, t)
+		}
+	}
+}
+
+// start takes an attempt slot of t's webhook, or parks t. After Run's end
+// t is kept to be given back instead.
+func (d *Dispatcher) start(ctx context.Context, t task) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	w := t.job.WebhookID
+	switch {
+	case ctx.Err() != nil:
+		d.leftover = append(d.leftover, t.job)
+		d.dropLocked(t)
+		return false
+	case d.active[w] >= d.cfg.PerWebhookConcurrency:
+		d.parked[w] = append(d.parked[w], t)
+		return false
+	}
+	d.active[w]++
+	return true
+}
+
+// finish ends t's attempt and returns the next parked job of the same
+// webhook, which takes over the attempt slot, if there is one.
+func (d *Dispatcher) finish(ctx context.Context, t task) (task, bool) {
+	w := t.job.WebhookID
+	d.mu.Lock()
+	d.dropLocked(t)
+	var next task
+	q := d.parked[w]
+	ok := len(q) > 0 && ctx.Err() == nil
+	if ok {
+		next = q[0]
+		if len(q) == 1 {
+			delete(d.parked, w)
+		} else {
+			d.parked[w] = q[1:]
+		}
+	} else if d.active[w]--; d.active[w] <= 0 {
+		delete(d.active, w)
+	}
+	d.mu.Unlock()
+	select {
+	case d.slotFree <- struct{}{}:
+	default:
+	}
+	return next, ok
+}
+
+// dropLocked takes t out of the dispatcher's count.
+func (d *Dispatcher) dropLocked(t task) {
+	w := t.job.WebhookID
+	if d.perWebhook[w]--; d.perWebhook[w] <= 0 {
+		delete(d.perWebhook, w)
+	}
+	d.held[t.pool]--
+}
+
+// process attempts t's job and sends the result to be recorded, unless its
+// lease would run out before the attempt could: a job that waited that long
+// (behind a slow webhook) goes back to the queue instead, so that no other
+// process can take it up while it is being sent.
+func (d *Dispatcher) process(ctx context.Context, t task) {
+	if !t.job.LeaseExpires.IsZero() && time.Until(t.job.LeaseExpires) < d.cfg.Timeout {
+		d.giveBack([]core.Job{t.job})
+		return
+	}
+	d.results <- d.attempt(ctx, t.job)
+}
+
+// giveBack returns jobs that were not attempted to the queue, due at once.
+func (d *Dispatcher) giveBack(jobs []core.Job) {
+	if len(jobs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Timeout)
+	defer cancel()
+	if err := d.cfg.Queue.Release(ctx, jobs, 0); err != nil {
+		// Their leases run out instead.
+		d.log.Warn("give back deliveries not attempted", "err", err, "deliveries", len(jobs))
+	}
+}
+
+// room is how many more jobs the dispatcher claims: enough for every worker
+// and two batches waiting for them, less what it holds or has reserved.
 func (d *Dispatcher) room() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.freeLocked()
+	return d.freeLocked(claimed)
 }
 
-func (d *Dispatcher) freeLocked() int {
-	return d.cfg.Workers + 2*d.cfg.BatchSize - d.inflight - d.reserved
+func (d *Dispatcher) freeLocked(pool int) int {
+	size := d.cfg.Workers + 2*d.cfg.BatchSize
+	if pool == handed {
+		size = d.cfg.Backlog
+	}
+	return size - d.held[pool] - d.reserved[pool]
 }
 
-// excludeLocked lists the webhooks at their concurrency limit.
+// excludeLocked lists the webhooks with as many jobs in memory as their
+// concurrency limit: a claim would only park more of theirs.
 func (d *Dispatcher) excludeLocked() []int64 {
 	var exclude []int64
 	for id, n := range d.perWebhook {
@@ -247,44 +384,52 @@ func (d *Dispatcher) excludeLocked() []int64 {
 	return exclude
 }
 
-func (d *Dispatcher) reserve(max int) core.Reservation {
+func (d *Dispatcher) reserve(pool, max int) core.Reservation {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !d.running {
 		return core.Reservation{}
 	}
-	n := min(max, d.freeLocked())
+	n := min(max, d.freeLocked(pool))
 	if n <= 0 {
 		return core.Reservation{}
 	}
-	d.reserved += n
-	return core.Reservation{N: n, Exclude: d.excludeLocked(), Lease: d.cfg.Lease}
+	d.reserved[pool] += n
+	r := core.Reservation{N: n, Lease: d.cfg.Lease, Fresh: pool == handed}
+	if pool == claimed {
+		r.Exclude = d.excludeLocked()
+	}
+	return r
 }
 
-// Reserve holds room for up to max deliveries that a producer is about to
-// create already leased to this dispatcher (store.Handoff): a fresh
-// notification's deliveries skip the claim, one row write and one round trip
-// each. The producer must call Hand with what it created, or with none.
-func (d *Dispatcher) Reserve(max int) core.Reservation { return d.reserve(max) }
+// Reserve holds room in the backlog (Config.Backlog) for up to max
+// deliveries that a producer is about to create already leased to this
+// dispatcher (store.Handoff): a fresh notification's deliveries skip the
+// claim, one row write and one round trip each. The producer must call Hand
+// with what it created, or with none.
+func (d *Dispatcher) Reserve(max int) core.Reservation { return d.reserve(handed, max) }
 
 // Hand gives the dispatcher the jobs leased under r (at most r.N) and takes
-// back the room they did not use. A job over its webhook's concurrency
-// limit, or handed over after Run ended, goes back to the queue at once
-// rather than hold its lease idle.
+// back the room they did not use. Jobs handed over after Run ended go back
+// to the queue at once rather than hold their leases idle.
 func (d *Dispatcher) Hand(r core.Reservation, jobs []core.Job) {
+	pool := claimed
+	if r.Fresh {
+		pool = handed
+	}
 	var surplus []core.Job
 	d.mu.Lock()
-	d.reserved -= r.N
+	d.reserved[pool] -= r.N
 	for _, j := range jobs {
-		if !d.running || d.perWebhook[j.WebhookID] >= d.cfg.PerWebhookConcurrency {
+		if !d.running {
 			surplus = append(surplus, j)
 			continue
 		}
 		d.perWebhook[j.WebhookID]++
-		d.inflight++
+		d.held[pool]++
 		// Never blocks: the reservation kept what is handed over within the
 		// channel's room, and Run closes it under the same lock.
-		d.jobs <- j
+		d.jobs <- task{job: j, pool: pool}
 	}
 	d.mu.Unlock()
 	if len(jobs) < r.N || len(surplus) > 0 {
@@ -293,30 +438,13 @@ func (d *Dispatcher) Hand(r core.Reservation, jobs []core.Job) {
 		default:
 		}
 	}
-	if len(surplus) > 0 {
-		if err := d.cfg.Queue.Release(context.Background(), surplus, 0); err != nil {
-			d.log.Warn("release surplus deliveries", "err", err)
-		}
-	}
+	d.giveBack(surplus)
 }
 
 func (d *Dispatcher) busy() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.inflight > 0
-}
-
-func (d *Dispatcher) release(webhook int64) {
-	d.mu.Lock()
-	if d.perWebhook[webhook]--; d.perWebhook[webhook] <= 0 {
-		delete(d.perWebhook, webhook)
-	}
-	d.inflight--
-	d.mu.Unlock()
-	select {
-	case d.slotFree <- struct{}{}:
-	default:
-	}
+	return d.held[claimed]+d.held[handed] > 0
 }
 
 // recordLinger is how long the record loop waits for more results before it

@@ -28,7 +28,7 @@ type rig struct {
 	done   chan struct{}
 }
 
-func newRig(t *testing.T, allowPrivate bool, caPEM []byte, perWebhook int) *rig {
+func newRig(t *testing.T, allowPrivate bool, caPEM []byte, perWebhook int, opts ...func(*delivery.Config)) *rig {
 	t.Helper()
 	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
 	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "d.db"), box, store.Options{})
@@ -44,10 +44,14 @@ func newRig(t *testing.T, allowPrivate bool, caPEM []byte, perWebhook int) *rig 
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := delivery.New(delivery.Config{
+	cfg := delivery.Config{
 		Queue: st, Client: client, UserAgent: "govgate-test", Timeout: 5 * time.Second, Workers: 16, PerWebhookConcurrency: perWebhook,
-		Schedule: []time.Duration{time.Hour}, Lease: time.Minute, BatchSize: 16, PollInterval: 20 * time.Millisecond,
-	})
+		Schedule: []time.Duration{time.Hour}, Lease: time.Minute, BatchSize: 16, PollInterval: 20 * time.Millisecond, Backlog: 64,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	d, err := delivery.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +69,6 @@ func (r *rig) notify(t *testing.T, id string) {
 	if _, err := r.st.CreateNotificationHandoff(context.Background(), core.Notification{ID: id, Type: "test", DAO: "uniswap", OccurredAt: time.Now(), Data: json.RawMessage(`{}`)}, "test", r.d); err != nil {
 		t.Fatal(err)
 	}
-	r.d.Wake()
 }
 
 func (r *rig) deliveries(t *testing.T, webhook int64) []core.DeliveryDetail {
@@ -212,6 +215,7 @@ type reserved struct {
 
 func (f reserved) Reserve(int) core.Reservation             { return f.r }
 func (f reserved) Hand(r core.Reservation, jobs []core.Job) { f.d.Hand(r, jobs) }
+func (f reserved) Wake()                                    { f.d.Wake() }
 
 // Deliveries handed to a dispatcher that has stopped go back to the queue
 // at once, their attempt not counted, instead of waiting out their lease.
@@ -240,6 +244,128 @@ func TestHandAfterStopReturnsDeliveriesToTheQueue(t *testing.T) {
 	jobs, err := r.st.Claim(ctx, 10, time.Minute, nil)
 	if err != nil || len(jobs) != 3 || jobs[0].Attempt != 1 {
 		t.Fatalf("claim after release: %d jobs %+v %v", len(jobs), jobs, err)
+	}
+}
+
+// A delivery that waited behind its webhook's concurrency limit for so long
+// that its lease would run out before its attempt could goes back to the
+// queue unattempted, and is delivered later, once.
+func TestParkedPastItsLeaseGoesBackToTheQueue(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Header.Get("X-Webhook-Id")]++
+		mu.Unlock()
+		time.Sleep(400 * time.Millisecond)
+	}))
+	defer srv.Close()
+	// One attempt at a time; each takes 400 ms of its 600 ms timeout, so the
+	// second delivery, parked behind the first, has 900-400 = 500 ms of its
+	// lease left when its turn comes: less than a timeout.
+	q := &releaseCounter{}
+	r := newRig(t, true, caOf(srv), 1, func(c *delivery.Config) {
+		c.Timeout, c.Lease, c.PollInterval = 600*time.Millisecond, 900*time.Millisecond, 50*time.Millisecond
+		q.Store = c.Queue.(*store.Store)
+		c.Queue = q
+	})
+	wh, _, _ := r.st.RegisterWebhook(context.Background(), srv.URL+"/hook", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	r.notify(t, "n-first")
+	r.notify(t, "n-second")
+	waitUntil(t, "both deliveries", func() bool {
+		n := 0
+		for _, d := range r.deliveries(t, wh.ID) {
+			if d.State == core.DeliverySucceeded {
+				n++
+			}
+		}
+		return n == 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["n-first"] != 1 || seen["n-second"] != 1 {
+		t.Fatalf("deliveries seen %v, want each once", seen)
+	}
+	if n := q.released.Load(); n != 1 {
+		t.Errorf("%d deliveries given back, want the parked one", n)
+	}
+	for _, d := range r.deliveries(t, wh.ID) {
+		// The second was given back before it was attempted: its attempt
+		// count is that of its one real attempt.
+		if len(d.AttemptLog) != 1 || d.Attempts != 1 {
+			t.Errorf("delivery %d: %d attempts logged, count %d; want 1 and 1", d.ID, len(d.AttemptLog), d.Attempts)
+		}
+	}
+}
+
+// A dispatcher that stops gives the deliveries it holds but has not started
+// back to the queue at once, their attempts not counted, instead of
+// leaving them to wait out their leases.
+func TestStopGivesBackWhatItHasNotStarted(t *testing.T) {
+	started := make(chan struct{}, 16)
+	unblock := make(chan struct{})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-unblock
+	}))
+	defer srv.Close()
+	q := &releaseCounter{}
+	r := newRig(t, true, caOf(srv), 1, func(c *delivery.Config) { q.Store = c.Queue.(*store.Store); c.Queue = q })
+	ctx := context.Background()
+	wh, _, _ := r.st.RegisterWebhook(ctx, srv.URL+"/hook", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	for i := 0; i < 5; i++ {
+		r.notify(t, fmt.Sprintf("n-stop-%d", i))
+	}
+	<-started // one attempt under way; four parked behind it
+	r.cancel()
+	time.Sleep(50 * time.Millisecond)
+	close(unblock)
+	<-r.done
+	stats, err := r.st.QueueStats(ctx)
+	if err != nil || stats.ByState[string(core.DeliverySucceeded)] != 1 || stats.ByState[string(core.DeliveryPending)] != 4 || stats.ByState[string(core.DeliveryInFlight)] != 0 {
+		t.Fatalf("after stopping: %+v %v", stats.ByState, err)
+	}
+	for _, d := range r.deliveries(t, wh.ID) {
+		if d.State == core.DeliveryPending && d.Attempts != 0 {
+			t.Errorf("delivery %d given back with %d attempts counted", d.ID, d.Attempts)
+		}
+	}
+	if n := q.released.Load(); n != 4 {
+		t.Errorf("%d deliveries given back, want the 4 parked", n)
+	}
+}
+
+// releaseCounter counts the deliveries given back to the queue.
+type releaseCounter struct {
+	*store.Store
+	released atomic.Int64
+}
+
+func (q *releaseCounter) Release(ctx context.Context, jobs []core.Job, delay time.Duration) error {
+	q.released.Add(int64(len(jobs)))
+	return q.Store.Release(ctx, jobs, delay)
+}
+
+// Producers' hand-offs have their own room (the backlog), so a burst of
+// fresh notifications does not take the room claims need.
+func TestBacklogIsSeparateFromClaimRoom(t *testing.T) {
+	r := newRig(t, true, nil, 4, func(c *delivery.Config) { c.Backlog = 5 })
+	var got core.Reservation
+	waitUntil(t, "the dispatcher to run", func() bool { got = r.d.Reserve(100); return got.N > 0 })
+	if got.N != 5 || !got.Fresh || len(got.Exclude) != 0 {
+		t.Fatalf("first reservation %+v, want the whole backlog of 5", got)
+	}
+	if again := r.d.Reserve(100); again.N != 0 {
+		t.Fatalf("second reservation %+v, want none: the backlog is reserved", again)
+	}
+	r.d.Hand(got, nil)
+	if again := r.d.Reserve(3); again.N != 3 {
+		t.Fatalf("after handing nothing back: reservation %+v, want 3", again)
+	}
+	off := newRig(t, true, nil, 4, func(c *delivery.Config) { c.Backlog = 0 })
+	time.Sleep(50 * time.Millisecond)
+	if got := off.d.Reserve(100); got.N != 0 {
+		t.Fatalf("with no backlog: reservation %+v", got)
 	}
 }
 

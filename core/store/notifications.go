@@ -54,11 +54,22 @@ func (s *Store) CreateNotification(ctx context.Context, n core.Notification, sou
 }
 
 // Handoff is the local dispatcher as a producer sees it
-// (delivery.Dispatcher): room reserved before the fan-out, and the jobs
-// leased in it handed over after the commit.
+// (delivery.Dispatcher): room reserved before the fan-out, the jobs leased
+// in it handed over after the commit, and a wake-up when the fan-out left
+// deliveries in the queue for it to claim.
 type Handoff interface {
 	Reserve(max int) core.Reservation
 	Hand(r core.Reservation, jobs []core.Job)
+	Wake()
+}
+
+// fanOut is what storing a notification did: whether it was new, the
+// deliveries leased to the local dispatcher, and whether any were left
+// pending in the queue.
+type fanOut struct {
+	created bool
+	jobs    []core.Job
+	queued  bool
 }
 
 // CreateNotificationHandoff is CreateNotification in a process that also
@@ -74,38 +85,43 @@ func (s *Store) CreateNotificationHandoff(ctx context.Context, n core.Notificati
 	if h != nil {
 		r = h.Reserve(math.MaxInt32)
 	}
-	var jobs []core.Job
+	var f fanOut
 	if s.dialect == Postgres {
 		// One statement, atomic on its own: no transaction round trips.
-		created, jobs, err = s.insertNotificationPG(ctx, s.pool(), n, source, r)
+		f, err = s.insertNotificationPG(ctx, s.pool(), n, source, r)
 	} else {
 		err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			created, jobs, err = s.insertNotification(tx, n, source, r)
+			f, err = s.insertNotification(tx, n, source, r)
 			return err
 		})
 	}
 	if err != nil {
-		jobs = nil
+		f = fanOut{}
 	}
 	if h != nil {
-		h.Hand(r, jobs)
+		h.Hand(r, f.jobs)
+		if f.queued {
+			h.Wake()
+		}
 	}
 	if err != nil {
 		return false, fmt.Errorf("create notification: %w", err)
 	}
-	return created, nil
+	return f.created, nil
 }
 
 // InsertNotificationTx is CreateNotification inside the caller's
 // transaction, for producers (the indexer) that must store a notification
 // atomically with their own state.
 func (s *Store) InsertNotificationTx(tx *gorm.DB, n core.Notification, source string) (bool, error) {
+	var f fanOut
+	var err error
 	if s.dialect == Postgres {
-		created, _, err := s.insertNotificationPG(tx.Statement.Context, txQuerier(tx), n, source, core.Reservation{})
-		return created, err
+		f, err = s.insertNotificationPG(tx.Statement.Context, txQuerier(tx), n, source, core.Reservation{})
+	} else {
+		f, err = s.insertNotification(tx, n, source, core.Reservation{})
 	}
-	created, _, err := s.insertNotification(tx, n, source, core.Reservation{})
-	return created, err
+	return f.created, err
 }
 
 // insertNotificationPG is insertNotification on PostgreSQL, in one
@@ -113,15 +129,15 @@ func (s *Store) InsertNotificationTx(tx *gorm.DB, n core.Notification, source st
 // deliveries, those for the first r.N active webhooks by id (less
 // r.Exclude) in flight under a new lease and the rest pending. Fan-out for
 // 100,000 webhooks is still one statement.
-func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Notification, source string, r core.Reservation) (bool, []core.Job, error) {
+func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Notification, source string, r core.Reservation) (fanOut, error) {
 	body, err := NotificationBody(n)
 	if err != nil {
-		return false, nil, err
+		return fanOut{}, err
 	}
 	token := ""
 	if r.N > 0 {
 		if token, err = newToken(); err != nil {
-			return false, nil, err
+			return fanOut{}, err
 		}
 	}
 	now := s.now()
@@ -139,7 +155,7 @@ func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Noti
 				0, '', $7, $7
 			FROM w LEFT JOIN l ON l.id = w.id
 			RETURNING id, webhook_id, lease_token)
-		SELECT EXISTS (SELECT 1 FROM n), x.id, x.webhook_id, x.url, x.secret_ciphertext
+		SELECT EXISTS (SELECT 1 FROM n), EXISTS (SELECT 1 FROM ins WHERE lease_token = ''), x.id, x.webhook_id, x.url, x.secret_ciphertext
 		FROM (SELECT 1) AS one LEFT JOIN (
 			SELECT ins.id, ins.webhook_id, wh.url, wh.secret_ciphertext FROM ins JOIN webhooks wh ON wh.id = ins.webhook_id WHERE ins.lease_token <> ''
 		) AS x ON true
@@ -148,10 +164,10 @@ func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Noti
 		string(core.WebhookActive), exclude, r.N,
 		string(core.DeliveryPending), string(core.DeliveryInFlight), now.Add(r.Lease), token)
 	if err != nil {
-		return false, nil, fmt.Errorf("insert notification: %w", err)
+		return fanOut{}, fmt.Errorf("insert notification: %w", err)
 	}
 	defer rows.Close()
-	var created bool
+	var f fanOut
 	var leased []leasedRow
 	for rows.Next() {
 		var (
@@ -160,8 +176,8 @@ func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Noti
 			webhook  sql.NullInt64
 			url      sql.NullString
 		)
-		if err := rows.Scan(&created, &delivery, &webhook, &url, &l.sealed); err != nil {
-			return false, nil, fmt.Errorf("insert notification: %w", err)
+		if err := rows.Scan(&f.created, &f.queued, &delivery, &webhook, &url, &l.sealed); err != nil {
+			return fanOut{}, fmt.Errorf("insert notification: %w", err)
 		}
 		if delivery.Valid {
 			l.delivery, l.webhook, l.url = delivery.Int64, webhook.Int64, url.String
@@ -169,13 +185,14 @@ func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Noti
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return false, nil, fmt.Errorf("insert notification: %w", err)
+		return fanOut{}, fmt.Errorf("insert notification: %w", err)
 	}
-	if len(leased) == 0 {
-		return created, nil, nil
+	if len(leased) > 0 {
+		if f.jobs, err = s.leasedJobs(n.ID, body, token, now.Add(r.Lease), leased); err != nil {
+			return fanOut{}, err
+		}
 	}
-	jobs, err := s.leasedJobs(n.ID, body, token, leased)
-	return created, jobs, err
+	return f, nil
 }
 
 // leasedRow is a delivery stored in flight at fan-out, with its webhook.
@@ -186,7 +203,7 @@ type leasedRow struct {
 }
 
 // leasedJobs turns deliveries leased at fan-out under token into jobs.
-func (s *Store) leasedJobs(id string, body []byte, token string, rows []leasedRow) ([]core.Job, error) {
+func (s *Store) leasedJobs(id string, body []byte, token string, expires time.Time, rows []leasedRow) ([]core.Job, error) {
 	note, err := notificationRow{ID: id, Body: body}.domain()
 	if err != nil {
 		return nil, err
@@ -198,27 +215,27 @@ func (s *Store) leasedJobs(id string, body []byte, token string, rows []leasedRo
 			return nil, err
 		}
 		jobs[i] = core.Job{
-			DeliveryID: l.delivery, LeaseToken: token, Attempt: 1, Notification: note, Body: body,
+			DeliveryID: l.delivery, LeaseToken: token, LeaseExpires: expires, Attempt: 1, Notification: note, Body: body,
 			WebhookID: l.webhook, WebhookURL: l.url, Secret: secret,
 		}
 	}
 	return jobs, nil
 }
 
-func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source string, r core.Reservation) (bool, []core.Job, error) {
+func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source string, r core.Reservation) (fanOut, error) {
 	body, err := NotificationBody(n)
 	if err != nil {
-		return false, nil, err
+		return fanOut{}, err
 	}
 	now := s.now()
 	res := tx.Exec(`INSERT INTO notifications (id, type, dao, occurred_at, body, source, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 		n.ID, n.Type, n.DAO, n.OccurredAt.UTC(), body, source, now)
 	if res.Error != nil {
-		return false, nil, fmt.Errorf("insert notification: %w", res.Error)
+		return fanOut{}, fmt.Errorf("insert notification: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return false, nil, nil
+		return fanOut{}, nil
 	}
 	// Fan-out is one INSERT … SELECT: enqueueing for 100,000 webhooks is a
 	// single statement, not 100,000 round trips.
@@ -228,7 +245,7 @@ func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source stri
 	var jobs []core.Job
 	if r.N > 0 {
 		if jobs, err = s.fanOutLeased(tx, n.ID, body, r, now); err != nil {
-			return false, nil, err
+			return fanOut{}, err
 		}
 		// The leased deliveries are for the first active webhooks by id,
 		// less the excluded ones: the rest are those after the last one
@@ -245,14 +262,15 @@ func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source stri
 			}
 		}
 		if len(after) == 0 {
-			return true, jobs, nil // every active webhook's delivery is leased
+			return fanOut{created: true, jobs: jobs}, nil // every active webhook's delivery is leased
 		}
 		pending += " AND (" + strings.Join(after, " OR ") + ")"
 	}
-	if err := tx.Exec(pending, args...).Error; err != nil {
-		return false, nil, fmt.Errorf("fan out notification: %w", err)
+	res = tx.Exec(pending, args...)
+	if res.Error != nil {
+		return fanOut{}, fmt.Errorf("fan out notification: %w", res.Error)
 	}
-	return true, jobs, nil
+	return fanOut{created: true, jobs: jobs, queued: res.RowsAffected > 0}, nil
 }
 
 // fanOutLeased stores the deliveries of notification id for the first r.N
@@ -321,7 +339,7 @@ func (s *Store) fanOutLeased(tx *gorm.DB, id string, body []byte, r core.Reserva
 	for i := range rows {
 		rows[i].delivery = byWebhook[rows[i].webhook]
 	}
-	return s.leasedJobs(id, body, token, rows)
+	return s.leasedJobs(id, body, token, now.Add(r.Lease), rows)
 }
 
 // Notification returns a stored notification.

@@ -114,7 +114,7 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 	if s.dialect == Postgres {
 		// One round trip: the claimed rows come back with their
 		// notification and webhook.
-		return s.claimJoined(ctx, q, args, token, now)
+		return s.claimJoined(ctx, q, args, token, now, now.Add(lease))
 	}
 	type claim struct {
 		id, webhook int64
@@ -213,7 +213,7 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 			continue
 		}
 		jobs = append(jobs, core.Job{
-			DeliveryID: c.id, LeaseToken: token, Attempt: c.attempts,
+			DeliveryID: c.id, LeaseToken: token, LeaseExpires: now.Add(lease), Attempt: c.attempts,
 			Notification: n.n, Body: n.body,
 			WebhookID: c.webhook, WebhookURL: h.url, Secret: h.secret,
 		})
@@ -223,7 +223,7 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 
 // claimJoined runs the claim as a data-modifying CTE joined to the
 // notifications and webhooks it needs (PostgreSQL).
-func (s *Store) claimJoined(ctx context.Context, update string, args []any, token string, now time.Time) ([]core.Job, error) {
+func (s *Store) claimJoined(ctx context.Context, update string, args []any, token string, now, expires time.Time) ([]core.Job, error) {
 	q := `WITH c AS (` + update + `)
 		SELECT c.id, c.notification_id, c.webhook_id, c.attempts, n.body, w.url, w.state, w.secret_ciphertext
 		FROM c JOIN notifications n ON n.id = c.notification_id JOIN webhooks w ON w.id = c.webhook_id`
@@ -271,7 +271,7 @@ func (s *Store) claimJoined(ctx context.Context, update string, args []any, toke
 			}
 			notes[noteID] = n
 		}
-		j.LeaseToken, j.Notification, j.Body, j.WebhookURL, j.Secret = token, n, body, h.url, h.secret
+		j.LeaseToken, j.LeaseExpires, j.Notification, j.Body, j.WebhookURL, j.Secret = token, expires, n, body, h.url, h.secret
 		jobs = append(jobs, j)
 	}
 	if err := rows.Err(); err != nil {
@@ -289,15 +289,35 @@ func (s *Store) claimJoined(ctx context.Context, update string, args []any, toke
 // after delay (used when a webhook is at its concurrency limit or the
 // process shuts down).
 func (s *Store) Release(ctx context.Context, jobs []core.Job, delay time.Duration) error {
-	now := s.now()
-	for _, j := range jobs {
-		if err := s.db.WithContext(ctx).Exec(`UPDATE deliveries SET state = ?, lease_token = '', next_attempt_at = ?, attempts = attempts - 1, updated_at = ?
-			WHERE id = ? AND lease_token = ? AND state = ?`,
-			string(core.DeliveryPending), now.Add(delay), now, j.DeliveryID, j.LeaseToken, string(core.DeliveryInFlight)).Error; err != nil {
-			return fmt.Errorf("release delivery: %w", err)
-		}
+	if len(jobs) == 0 {
+		return nil
 	}
-	return nil
+	now := s.now()
+	if s.dialect == Postgres {
+		// One statement for any number: a stopping dispatcher may give back
+		// thousands.
+		ids, tokens := make([]int64, len(jobs)), make([]string, len(jobs))
+		for i, j := range jobs {
+			ids[i], tokens[i] = j.DeliveryID, j.LeaseToken
+		}
+		if _, err := s.pool().ExecContext(ctx, `UPDATE deliveries SET state = $1, lease_token = '', next_attempt_at = $2, attempts = attempts - 1, updated_at = $3
+			FROM unnest($4::bigint[], $5::text[]) AS v(id, token)
+			WHERE deliveries.id = v.id AND deliveries.lease_token = v.token AND deliveries.state = $6`,
+			string(core.DeliveryPending), now.Add(delay), now, ids, tokens, string(core.DeliveryInFlight)); err != nil {
+			return fmt.Errorf("release deliveries: %w", err)
+		}
+		return nil
+	}
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for _, j := range jobs {
+			if err := tx.Exec(`UPDATE deliveries SET state = ?, lease_token = '', next_attempt_at = ?, attempts = attempts - 1, updated_at = ?
+				WHERE id = ? AND lease_token = ? AND state = ?`,
+				string(core.DeliveryPending), now.Add(delay), now, j.DeliveryID, j.LeaseToken, string(core.DeliveryInFlight)).Error; err != nil {
+				return fmt.Errorf("release delivery: %w", err)
+			}
+		}
+		return nil
+	})
 }
 
 // Complete records a batch of attempts in one transaction: the attempt log,

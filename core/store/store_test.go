@@ -229,7 +229,8 @@ func TestNotificationFanOutAndQueue(t *testing.T) {
 			t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 		}
 		for _, j := range jobs {
-			if j.Attempt != 1 || j.Notification.ID != "n1" || (j.Secret != "whsec_a" && j.Secret != "whsec_b") || !json.Valid(j.Body) {
+			if j.Attempt != 1 || j.Notification.ID != "n1" || (j.Secret != "whsec_a" && j.Secret != "whsec_b") || !json.Valid(j.Body) ||
+				time.Until(j.LeaseExpires) <= 0 || time.Until(j.LeaseExpires) > time.Minute {
 				t.Fatalf("bad job %+v", j)
 			}
 		}
@@ -458,7 +459,10 @@ type handoff struct {
 	got     core.Reservation
 	jobs    []core.Job
 	handed  int
+	woken   int
 }
+
+func (h *handoff) Wake() { h.woken++ }
 
 func (h *handoff) Reserve(max int) core.Reservation {
 	h.got = core.Reservation{N: min(max, h.room), Exclude: h.exclude, Lease: h.lease}
@@ -490,13 +494,14 @@ func TestFanOutHandsLeasedDeliveriesToTheLocalDispatcher(t *testing.T) {
 		if created, err := s.CreateNotificationHandoff(ctx, notification("n1"), "admin", h); err != nil || !created {
 			t.Fatalf("create: %v %v", created, err)
 		}
-		if h.handed != 1 || len(h.jobs) != 3 {
-			t.Fatalf("handed %d times, %d jobs; want once, 3", h.handed, len(h.jobs))
+		if h.handed != 1 || len(h.jobs) != 3 || h.woken != 1 {
+			t.Fatalf("handed %d times, %d jobs, woken %d times; want once, 3, once (two wait in the queue)", h.handed, len(h.jobs), h.woken)
 		}
 		for i, want := range []int{0, 2, 3} {
 			j := h.jobs[i]
 			if j.WebhookID != hooks[want].ID || j.WebhookURL != hooks[want].URL || j.Secret != fmt.Sprintf("whsec_%d", want) ||
-				j.Attempt != 1 || j.LeaseToken == "" || j.Notification.ID != "n1" || !json.Valid(j.Body) {
+				j.Attempt != 1 || j.LeaseToken == "" || j.Notification.ID != "n1" || !json.Valid(j.Body) ||
+				time.Until(j.LeaseExpires) <= 0 || time.Until(j.LeaseExpires) > time.Minute {
 				t.Fatalf("job %d: %+v", i, j)
 			}
 			if d, _ := s.Delivery(ctx, j.DeliveryID); d.State != core.DeliveryInFlight || d.Attempts != 1 || d.WebhookID != hooks[want].ID {
@@ -522,8 +527,8 @@ func TestFanOutHandsLeasedDeliveriesToTheLocalDispatcher(t *testing.T) {
 		// A lease that runs out puts a handed-over delivery back in the
 		// queue, its attempt counted, as after a crash.
 		h2 := &handoff{room: 10, lease: 50 * time.Millisecond}
-		if _, err := s.CreateNotificationHandoff(ctx, notification("n2"), "admin", h2); err != nil || len(h2.jobs) != 5 {
-			t.Fatalf("room for all: %d jobs, %v", len(h2.jobs), err)
+		if _, err := s.CreateNotificationHandoff(ctx, notification("n2"), "admin", h2); err != nil || len(h2.jobs) != 5 || h2.woken != 0 {
+			t.Fatalf("room for all: %d jobs, woken %d times (nothing to claim), %v", len(h2.jobs), h2.woken, err)
 		}
 		if more, _ := s.Claim(ctx, 10, time.Minute, nil); len(more) != 0 {
 			t.Fatalf("every delivery of n2 was leased, yet %d were claimable", len(more))
@@ -535,13 +540,13 @@ func TestFanOutHandsLeasedDeliveriesToTheLocalDispatcher(t *testing.T) {
 		}
 		// A duplicate id hands over nothing and still gives the room back.
 		h3 := &handoff{room: 10, lease: time.Minute}
-		if created, err := s.CreateNotificationHandoff(ctx, notification("n1"), "admin", h3); err != nil || created || h3.handed != 1 || len(h3.jobs) != 0 {
-			t.Fatalf("duplicate: created %v, handed %d with %d jobs, %v", created, h3.handed, len(h3.jobs), err)
+		if created, err := s.CreateNotificationHandoff(ctx, notification("n1"), "admin", h3); err != nil || created || h3.handed != 1 || len(h3.jobs) != 0 || h3.woken != 0 {
+			t.Fatalf("duplicate: created %v, handed %d with %d jobs, woken %d, %v", created, h3.handed, len(h3.jobs), h3.woken, err)
 		}
 		// No room: every delivery waits in the queue.
 		h4 := &handoff{room: 0, lease: time.Minute}
-		if _, err := s.CreateNotificationHandoff(ctx, notification("n3"), "admin", h4); err != nil || len(h4.jobs) != 0 {
-			t.Fatalf("no room: %d jobs, %v", len(h4.jobs), err)
+		if _, err := s.CreateNotificationHandoff(ctx, notification("n3"), "admin", h4); err != nil || len(h4.jobs) != 0 || h4.woken != 1 {
+			t.Fatalf("no room: %d jobs, woken %d, %v", len(h4.jobs), h4.woken, err)
 		}
 		if q, _ := s.Claim(ctx, 10, time.Minute, nil); len(q) != 5 {
 			t.Fatalf("no room: %d queued, want 5", len(q))

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/config"
 	"github.com/govgate/govgate/core/delivery"
 	"github.com/govgate/govgate/core/health"
 	"github.com/govgate/govgate/core/httpapi"
@@ -47,6 +48,7 @@ var (
 	notifications = flag.Int("notifications", 200, "notifications in the throughput runs")
 	workers       = flag.Int("workers", 32, "dispatcher workers (and ceiling client concurrency)")
 	batchSize     = flag.Int("batch", 64, "dispatcher claim batch size")
+	backlog       = flag.Int("backlog", config.Default().Delivery.Backlog, "fresh deliveries handed straight to the dispatcher (govgate serve's default)")
 	fanout        = flag.Int("fanout", 100_000, "webhooks in the fan-out run")
 	cpuProfile    = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memProfile    = flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
@@ -56,6 +58,9 @@ var (
 
 func main() {
 	flag.Parse()
+	if *memProfile != "" {
+		runtime.MemProfileRate = 4096
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {
@@ -403,6 +408,7 @@ func startPipeline(ctx context.Context, dbURL string, client *http.Client, rcv *
 	d, err := delivery.New(delivery.Config{
 		Queue: st, Client: client, Transformer: tr, UserAgent: "govgate-bench", Timeout: 10 * time.Second, Workers: *workers,
 		PerWebhookConcurrency: 8, Schedule: []time.Duration{time.Second}, Lease: time.Minute, BatchSize: *batchSize, PollInterval: 50 * time.Millisecond,
+		Backlog: *backlog,
 	})
 	if err != nil {
 		return nil, err
@@ -422,11 +428,8 @@ func (p *pipeline) stop() {
 func (p *pipeline) ingest(ctx context.Context, n core.Notification) error {
 	// As govgate serve does: fresh deliveries go straight to the local
 	// dispatcher as far as it has room, the rest through the queue.
-	if _, err := p.st.CreateNotificationHandoff(ctx, n, "bench", p.d); err != nil {
-		return err
-	}
-	p.d.Wake()
-	return nil
+	_, err := p.st.CreateNotificationHandoff(ctx, n, "bench", p.d)
+	return err
 }
 
 // throughput measures ingest to recorded 2xx for webhooks × notifications

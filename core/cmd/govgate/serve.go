@@ -153,6 +153,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 			Timeout:   cfg.Delivery.Timeout, Workers: cfg.Delivery.Workers, PerWebhookConcurrency: cfg.Delivery.PerWebhookConcurrency,
 			Schedule: cfg.Delivery.Schedule, Jitter: cfg.Delivery.Jitter, MaxRetryAfter: cfg.Delivery.MaxRetryAfter,
 			Lease: cfg.Delivery.Lease, DisableAfter: cfg.Delivery.DisableAfter, BatchSize: cfg.Delivery.BatchSize, PollInterval: cfg.Delivery.PollInterval,
+			Backlog: cfg.Delivery.Backlog,
 		})
 		if err != nil {
 			return err
@@ -232,8 +233,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 }
 
 // wakingStore hands a new notification's deliveries to the local dispatcher
-// as far as it has room, and wakes it for the rest, so that delivery starts
-// at once rather than at the next poll.
+// as far as it has room (the store wakes it for the rest), so that delivery
+// starts at once rather than at the next poll.
 type wakingStore struct {
 	*store.Store
 	wake    func()
@@ -241,11 +242,7 @@ type wakingStore struct {
 }
 
 func (w *wakingStore) CreateNotification(ctx context.Context, n core.Notification, source string) (bool, error) {
-	created, err := w.Store.CreateNotificationHandoff(ctx, n, source, w.handoff)
-	if created && w.wake != nil {
-		w.wake()
-	}
-	return created, err
+	return w.Store.CreateNotificationHandoff(ctx, n, source, w.handoff)
 }
 
 // Wake wakes the dispatcher after a producer stored notifications itself.
