@@ -25,6 +25,16 @@
 //
 //	func main() {}
 //
+// A filter registered with FilterReason also says why it drops a
+// notification; the gateway records the reason with each delivery it drops:
+//
+//	sdk.FilterReason(func(n sdk.Notification, cfg Config) (keep bool, reason string) {
+//		if !slices.Contains(cfg.DAOs, n.DAO) {
+//			return false, fmt.Sprintf("dao %q is not in the list", n.DAO)
+//		}
+//		return true, ""
+//	})
+//
 // It is built as a WASI reactor with the standard Go toolchain:
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o plugin.wasm .
@@ -41,7 +51,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/govgate/govgate/sdk/abi"
 	"github.com/govgate/govgate/sdk/internal/guest"
@@ -125,7 +137,9 @@ func Plugin(m Meta) {
 }
 
 // Filter registers the plugin's filter: it returns whether the notification
-// is delivered to a webhook whose chain configures the plugin with cfg.
+// is delivered to a webhook whose chain configures the plugin with cfg. A
+// filter that can say why it drops a notification registers with
+// FilterReason instead.
 //
 // The config is decoded from JSON into C once per distinct config and kept;
 // unknown fields are an error, so that a typo in a chain's config fails
@@ -136,17 +150,62 @@ func Plugin(m Meta) {
 // A filter must depend only on its arguments: the gateway calls it once for
 // all the webhooks that share a config.
 func Filter[C any](fn func(n Notification, cfg C) bool) {
+	FilterReason(func(n Notification, cfg C) (bool, string) { return fn(n, cfg), "" })
+}
+
+// FilterReason registers the plugin's filter, as Filter does, for a filter
+// that says why it drops a notification. The gateway records the reason
+// with each delivery the filter drops, after the plugin's name:
+//
+//	dropped by dao-filter filter: dao "ens" is not in the list
+//
+// Write it for the person reading the delivery log, and name the value that
+// decided, so that the reason alone answers why nothing was delivered.
+//
+// The reason of a kept notification is ignored. A reason is sent as UTF-8
+// (invalid UTF-8 becomes U+FFFD) and cut to 512 bytes, ending in "…", so that
+// the delivery log keeps it whole.
+func FilterReason[C any](fn func(n Notification, cfg C) (keep bool, reason string)) {
+	guest.Register(abi.HookFilter, filterFunc(fn))
+}
+
+// filterFunc answers one config of a filter call; it is apart from
+// FilterReason so that a test can call it without registering a plugin.
+func filterFunc[C any](fn func(Notification, C) (bool, string)) guest.Func {
 	configs := newConfigCache[C]()
-	guest.Register(abi.HookFilter, func(n *abi.Notification, _ *abi.Input, raw []byte) abi.Result {
+	return func(n *abi.Notification, _ *abi.Input, raw []byte) abi.Result {
 		cfg, err := configs.get(raw)
 		if err != nil {
 			return abi.Result{Status: abi.StatusError, Message: err.Error()}
 		}
-		if fn(*n, cfg) {
-			return abi.Result{Status: abi.StatusKeep}
+		if keep, reason := fn(*n, cfg); !keep {
+			return abi.Result{Status: abi.StatusDrop, Message: dropReason(reason)}
 		}
-		return abi.Result{Status: abi.StatusDrop}
-	})
+		return abi.Result{Status: abi.StatusKeep}
+	}
+}
+
+// maxReasonBytes bounds a drop reason. The gateway records 1,024 bytes of a
+// delivery's error, its "dropped by <plugin> filter: " prefix (at most 83
+// bytes) included, and accepts 1 KiB of output per config beyond its body
+// limit, however low that is: a reason of 512 bytes arrives and is recorded
+// whole.
+const maxReasonBytes = 512
+
+// dropReason makes a filter's reason what the ABI carries: UTF-8, which a Go
+// string need not be, and short. A cut reason ends in "…" so that its
+// reader knows there was more.
+func dropReason(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= maxReasonBytes {
+		return s
+	}
+	const ellipsis = "…"
+	n := maxReasonBytes - len(ellipsis)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + ellipsis
 }
 
 // Transform registers the plugin's transform: it receives the delivery body

@@ -1,5 +1,6 @@
 // Command dao-filter is a govgate plugin that keeps only the notifications
-// of the DAOs its config lists: {"daos": ["uniswap", "compound"]}.
+// of the DAOs its config lists: {"daos": ["uniswap", "compound"]}. It drops
+// the others with the reason `dao "ens" is not in the list`.
 //
 // Build: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o dao-filter.wasm .
 package main
@@ -7,6 +8,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/govgate/govgate/sdk"
 )
@@ -55,7 +57,16 @@ func init() {
 			},
 		},
 	})
-	sdk.Filter(func(n sdk.Notification, cfg Config) bool { return cfg.keep[n.DAO] })
+	sdk.FilterReason(filter)
+}
+
+// filter keeps the listed DAOs. A drop names the DAO, so that the
+// delivery's record says why without anyone looking the notification up.
+func filter(n sdk.Notification, cfg Config) (keep bool, reason string) {
+	if !cfg.keep[n.DAO] {
+		return false, fmt.Sprintf("dao %q is not in the list", n.DAO)
+	}
+	return true, ""
 }
 
 func main() {}

@@ -6,7 +6,8 @@
 // An empty or missing types list keeps every type. minVoteWeight is a
 // decimal integer in the token's smallest unit, compared as a big integer
 // (weights are uint256); votes below it are dropped, other types are not
-// affected.
+// affected. A drop says why: `type "proposal.queued" is not in the list`
+// or `vote weight 10 is below the minimum 1000`.
 //
 // Build: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o event-filter.wasm .
 package main
@@ -51,16 +52,25 @@ type vote struct {
 	Weight json.Number `json:"weight"`
 }
 
-// keep is the filter. It panics on a vote whose weight is unreadable: the
-// SDK reports a panic as an error, and the chain entry's failure policy
-// decides.
-func keep(n sdk.Notification, cfg Config) bool {
+// filter is the filter. A drop names the value that decided, so that the
+// delivery's record says why without anyone looking the notification up.
+func filter(n sdk.Notification, cfg Config) (keep bool, reason string) {
 	if len(cfg.Types) > 0 && !slices.Contains(cfg.Types, n.Type) {
-		return false
+		return false, fmt.Sprintf("type %q is not in the list", n.Type)
 	}
 	if cfg.min == nil || n.Type != sdk.TypeVoteCast {
-		return true
+		return true, ""
 	}
+	if w := weight(n); w.Cmp(cfg.min) < 0 {
+		return false, fmt.Sprintf("vote weight %s is below the minimum %s", w, cfg.min)
+	}
+	return true, ""
+}
+
+// weight reads a vote's weight. It panics when the weight is unreadable: the
+// SDK reports a panic as an error, and the chain entry's failure policy
+// decides.
+func weight(n sdk.Notification) *big.Int {
 	var v vote
 	if err := json.Unmarshal(n.Data, &v); err != nil {
 		panic(fmt.Errorf("decode vote: %w", err))
@@ -72,7 +82,7 @@ func keep(n sdk.Notification, cfg Config) bool {
 	if !ok {
 		panic(fmt.Errorf("vote weight %q is not a decimal integer", v.Weight))
 	}
-	return w.Cmp(cfg.min) >= 0
+	return w
 }
 
 func init() {
@@ -98,7 +108,7 @@ func init() {
 			{Name: "type not listed", Input: sdk.Notification{ID: "n3", Type: sdk.TypeProposalQueued, DAO: "uniswap"}, Config: cfg, ExpectKeep: false},
 		},
 	})
-	sdk.Filter(keep)
+	sdk.FilterReason(filter)
 }
 
 func main() {}

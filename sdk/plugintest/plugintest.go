@@ -11,9 +11,12 @@
 //			Name:   "other DAO",
 //			Input:  sdk.Notification{Type: "vote.cast", DAO: "compound"},
 //			Config: Config{DAOs: []string{"uniswap"}},
-//			Want:   &plugintest.Want{Keep: false},
+//			Want:   &plugintest.Want{Keep: false, Reason: `dao "compound" is not in the list`},
 //		})
 //	}
+//
+// The two runs must agree on everything the plugin answers, a filter's drop
+// reason included.
 //
 // A plugin must not read the wall clock to decide: in the host it stands
 // still at the start of each call, natively it does not.
@@ -61,6 +64,9 @@ type Case struct {
 // plugin makes of the delivery.
 type Want struct {
 	Keep bool
+	// Reason, when not "", is the reason the filter must give for dropping
+	// the delivery (sdk.FilterReason), compared exactly; Keep must be false.
+	Reason string
 	// Body, when not nil, is the expected body; JSON is compared by meaning.
 	Body []byte
 	// ContentType, when not "", is the expected content type.
@@ -193,7 +199,10 @@ func inputs(meta abi.Meta, cases []Case) ([]input, error) {
 				if o.err != nil {
 					return fmt.Errorf("sample %q: %w", s.Name, o.err)
 				}
-				return s.Check(o.keep, o.body, o.contentType)
+				if err := s.Check(o.keep, o.body, o.contentType); err != nil {
+					return fmt.Errorf("%w%s", err, o.why())
+				}
+				return nil
 			},
 		})
 	}
@@ -233,10 +242,14 @@ func (w *Want) check(name string, o outcome) error {
 		return nil
 	}
 	switch {
+	case w.Keep && w.Reason != "":
+		return fmt.Errorf("%s: Want has Keep and a Reason, but only a drop has a reason", name)
 	case o.err != nil:
 		return fmt.Errorf("%s: %w", name, o.err)
 	case o.keep != w.Keep:
-		return fmt.Errorf("%s: keep is %t, want %t", name, o.keep, w.Keep)
+		return fmt.Errorf("%s: keep is %t%s, want %t", name, o.keep, o.why(), w.Keep)
+	case !o.keep && w.Reason != "" && o.reason != w.Reason:
+		return fmt.Errorf("%s: drop reason is %q, want %q", name, o.reason, w.Reason)
 	case !o.keep:
 		return nil
 	case w.Body != nil && !abi.SameBody(w.Body, o.body):
@@ -249,6 +262,7 @@ func (w *Want) check(name string, o outcome) error {
 
 type outcome struct {
 	keep        bool
+	reason      string // why a filter dropped the delivery, if it said
 	body        []byte
 	contentType string
 	err         error
@@ -273,7 +287,7 @@ func apply(hooks []abi.Hook, in input, call func(abi.Hook, abi.Input) ([]abi.Res
 			o.keep, o.err = false, fmt.Errorf("%s: %s", hook, r.Message)
 			return o
 		case abi.StatusDrop:
-			o.keep = false
+			o.keep, o.reason = false, r.Message
 			return o
 		case abi.StatusBody:
 			o.body = r.Body
@@ -283,6 +297,14 @@ func apply(hooks []abi.Hook, in input, call func(abi.Hook, abi.Input) ([]abi.Res
 		}
 	}
 	return o
+}
+
+// why is the drop reason, if any, as an aside to a message about o.keep.
+func (o outcome) why() string {
+	if o.keep || o.reason == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (reason %q)", o.reason)
 }
 
 func nativeCall(hook abi.Hook, in abi.Input) ([]abi.Result, error) {
@@ -304,11 +326,23 @@ func diff(a []abi.Result, aerr error, b []abi.Result, berr error) string {
 	for i := range a {
 		x, y := a[i], b[i]
 		if x.Status != y.Status || x.Message != y.Message || x.ContentType != y.ContentType || !bytes.Equal(x.Body, y.Body) {
-			return fmt.Sprintf("%s %q %q %.200q and %s %q %q %.200q",
-				x.Status, x.Message, x.ContentType, x.Body, y.Status, y.Message, y.ContentType, y.Body)
+			return describe(x) + " and " + describe(y)
 		}
 	}
 	return ""
+}
+
+// describe shows a result with the name of what its message is.
+func describe(r abi.Result) string {
+	switch r.Status {
+	case abi.StatusDrop:
+		return fmt.Sprintf("drop, reason %q", r.Message)
+	case abi.StatusError:
+		return fmt.Sprintf("error %q", r.Message)
+	case abi.StatusBody:
+		return fmt.Sprintf("body %.200q, content type %q", r.Body, r.ContentType)
+	}
+	return r.Status.String()
 }
 
 func hasHook(hooks []abi.Hook, h abi.Hook) bool {
@@ -330,11 +364,18 @@ func hookList(hooks []abi.Hook) string {
 
 // Filter calls the registered filter natively, for unit tests and examples.
 func Filter(n sdk.Notification, cfg any) (keep bool, err error) {
+	keep, _, err = FilterReason(n, cfg)
+	return keep, err
+}
+
+// FilterReason is Filter that also returns the reason the filter gave for a
+// drop, as the gateway receives it: "" for a kept notification.
+func FilterReason(n sdk.Notification, cfg any) (keep bool, reason string, err error) {
 	r, err := callNative(abi.HookFilter, n, nil, cfg)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
-	return r.Status == abi.StatusKeep, nil
+	return r.Status == abi.StatusKeep, r.Message, nil
 }
 
 // Transform calls the registered transform natively on body, for unit tests
