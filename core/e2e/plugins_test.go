@@ -96,5 +96,14 @@ func TestPluginsFilterAndTransformDeliveries(t *testing.T) {
 	if resp.StatusCode != 422 || !strings.Contains(string(body), "invalid_request") {
 		t.Fatalf("unknown plugin in chain: %d %s", resp.StatusCode, body)
 	}
+	// So is a config that does not match the plugin's JSON Schema.
+	resp, body = do(t, "PUT", "http://"+p.admin+"/admin/api/chain", adminToken, map[string]any{"items": []any{map[string]any{"plugin": "dao-filter", "config": map[string]any{"daos": "uniswap"}}}})
+	if resp.StatusCode != 422 || !strings.Contains(string(body), "invalid_request") || !strings.Contains(string(body), "/daos") {
+		t.Fatalf("config against its schema: %d %s", resp.StatusCode, body)
+	}
+	_, body = do(t, "GET", "http://"+p.admin+"/admin/api/chain", adminToken, nil)
+	if !strings.Contains(string(body), `"daos":["uniswap"]`) {
+		t.Fatalf("a refused chain changed the stored one: %s", body)
+	}
 	_ = fmt.Sprint
 }

@@ -51,6 +51,9 @@ type Manager struct {
 
 	chains atomic.Pointer[map[int64][]wasmhost.Entry]
 
+	schemaMu sync.Mutex
+	schemas  map[string]configSchema // module sha256 → its compiled config schema
+
 	batchMu sync.Mutex
 	batches map[string]*batchEntry
 }
@@ -68,7 +71,7 @@ func New(host *wasmhost.Host, st Store, dir string, log *slog.Logger) *Manager {
 	if log == nil {
 		log = slog.Default()
 	}
-	m := &Manager{host: host, st: st, dir: dir, log: log, loaded: map[string]string{}, dirFiles: map[string]string{}, batches: map[string]*batchEntry{}}
+	m := &Manager{host: host, st: st, dir: dir, log: log, loaded: map[string]string{}, dirFiles: map[string]string{}, batches: map[string]*batchEntry{}, schemas: map[string]configSchema{}}
 	empty := map[int64][]wasmhost.Entry{}
 	m.chains.Store(&empty)
 	return m
@@ -110,6 +113,7 @@ func (m *Manager) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	m.pruneSchemas(stored)
 	want := map[string]core.StoredPlugin{}
 	for _, p := range stored {
 		if p.Enabled {
@@ -235,6 +239,11 @@ func (m *Manager) save(ctx context.Context, wasm []byte, source string) (core.Pl
 			return core.PluginView{}, core.Errorf(core.ECodeInvalidRequest, "plugin refused: its sample %q failed: %s", s.Name, s.Error)
 		}
 	}
+	// A schema that does not compile would make every chain entry naming
+	// the plugin unsavable: refuse it now, while its author is at hand.
+	if _, err := compileSchema(info.ConfigSchema); err != nil {
+		return core.PluginView{}, &core.Error{Code: core.ECodeInvalidRequest, Message: "plugin refused: " + core.ErrorMessage(err), Err: err}
+	}
 	sp, err := m.st.SavePlugin(ctx, core.StoredPlugin{Name: info.Name, Version: info.Version, SHA256: info.SHA256, Source: source, Wasm: wasm})
 	if err != nil {
 		return core.PluginView{}, err
@@ -265,23 +274,23 @@ func (m *Manager) Chain(ctx context.Context, webhookID int64) ([]core.ChainEntry
 }
 
 // SetChain validates and stores a chain: every entry must name a stored
-// plugin, with a JSON object config and a known failure policy.
+// plugin, with a JSON config that its plugin's config schema (if it declares
+// one) accepts and a known failure policy. Nothing is stored otherwise.
 func (m *Manager) SetChain(ctx context.Context, webhookID int64, entries []core.ChainEntry) error {
-	stored, err := m.st.Plugins(ctx, false)
+	plugins, err := m.storedByName(ctx)
 	if err != nil {
 		return err
 	}
-	names := map[string]bool{}
-	for _, p := range stored {
-		names[p.Name] = true
-	}
 	for i, e := range entries {
-		if !names[e.Plugin] {
+		if _, ok := plugins[e.Plugin]; !ok {
 			return core.Errorf(core.ECodeInvalidRequest, "chain entry %d: no plugin named %q is installed", i, e.Plugin)
 		}
 	}
 	if err := wasmhost.ValidateChain(toEntries(entries)); err != nil {
 		return core.Errorf(core.ECodeInvalidRequest, "chain: %s", err.Error())
+	}
+	if err := m.checkConfigs(ctx, entries, plugins); err != nil {
+		return err
 	}
 	if err := m.st.SetChain(ctx, webhookID, entries); err != nil {
 		return err
@@ -290,9 +299,12 @@ func (m *Manager) SetChain(ctx context.Context, webhookID int64, entries []core.
 }
 
 // Try runs a chain (the global chain when entries is nil) on a sample
-// notification, outside any delivery.
+// notification, outside any delivery. Explicit entries are checked as
+// SetChain checks them, except that an entry naming no installed plugin is
+// left to fail in the run, where its step shows why.
 func (m *Manager) Try(ctx context.Context, entries []core.ChainEntry, n core.Notification) (core.TryResult, error) {
-	if entries == nil {
+	explicit := entries != nil
+	if !explicit {
 		var err error
 		if entries, err = m.st.Chain(ctx, core.GlobalChain); err != nil {
 			return core.TryResult{}, err
@@ -300,6 +312,15 @@ func (m *Manager) Try(ctx context.Context, entries []core.ChainEntry, n core.Not
 	}
 	if err := wasmhost.ValidateChain(toEntries(entries)); err != nil {
 		return core.TryResult{}, core.Errorf(core.ECodeInvalidRequest, "chain: %s", err.Error())
+	}
+	if explicit {
+		plugins, err := m.storedByName(ctx)
+		if err != nil {
+			return core.TryResult{}, err
+		}
+		if err := m.checkConfigs(ctx, entries, plugins); err != nil {
+			return core.TryResult{}, err
+		}
 	}
 	body, err := json.Marshal(n)
 	if err != nil {
@@ -310,6 +331,19 @@ func (m *Manager) Try(ctx context.Context, entries []core.ChainEntry, n core.Not
 	out := core.TryResult{Keep: res.Keep, Body: string(res.Body), ContentType: res.ContentType, DurationMs: ms(time.Since(start)), DropReason: res.DropReason, Chain: entries, Steps: steps(res.Steps)}
 	if out.Body == "" && res.Keep {
 		out.Body = string(body)
+	}
+	return out, nil
+}
+
+// storedByName returns the stored plugins, without their modules, by name.
+func (m *Manager) storedByName(ctx context.Context) (map[string]core.StoredPlugin, error) {
+	stored, err := m.st.Plugins(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]core.StoredPlugin, len(stored))
+	for _, p := range stored {
+		out[p.Name] = p
 	}
 	return out, nil
 }

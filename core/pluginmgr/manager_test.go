@@ -1,11 +1,13 @@
 package pluginmgr_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/govgate/govgate/core/secrets"
 	"github.com/govgate/govgate/core/store"
 	"github.com/govgate/govgate/core/wasmhost"
+	"github.com/govgate/govgate/sdk/plugintest"
 )
 
 func watPlugin(t *testing.T) []byte {
@@ -151,5 +154,169 @@ func TestHotReloadAcrossManagers(t *testing.T) {
 	b.Sync(ctx)
 	if _, ok := hostB.Plugin("wat-type-filter"); !ok {
 		t.Fatal("a plugin in the directory was not imported")
+	}
+}
+
+// watWithSchema returns wat-type-filter's module with old replaced by new in
+// the metadata it embeds: a real module declaring another config schema.
+// Equal lengths keep its data segment, and so the module, valid.
+func watWithSchema(t *testing.T, old, new string) []byte {
+	t.Helper()
+	b := watPlugin(t)
+	if len(old) != len(new) || bytes.Count(b, []byte(old)) != 1 {
+		t.Fatalf("cannot patch %q into %q in wat-type-filter's metadata", old, new)
+	}
+	return bytes.Replace(b, []byte(old), []byte(new), 1)
+}
+
+func chainJSON(t *testing.T, c []core.ChainEntry) string {
+	t.Helper()
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A chain entry's config is checked against the JSON Schema its plugin
+// declares; a refused chain leaves the stored one as it was.
+func TestChainConfigCheckedAgainstSchema(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t, filepath.Join(t.TempDir(), "p.db"))
+	m, _ := newManager(t, st, "")
+	if _, err := m.Upload(ctx, plugintest.Build(t, "../../plugins/dao-filter")); err != nil {
+		t.Fatal(err)
+	}
+	good := []core.ChainEntry{{Plugin: "dao-filter", Config: json.RawMessage(`{"daos":["uniswap"]}`)}}
+	if err := m.SetChain(ctx, core.GlobalChain, good); err != nil {
+		t.Fatalf("a valid config: %v", err)
+	}
+	entry := func(config string) core.ChainEntry {
+		return core.ChainEntry{Plugin: "dao-filter", Config: json.RawMessage(config)}
+	}
+	for _, tc := range []struct {
+		name  string
+		chain []core.ChainEntry
+		want  string
+	}{
+		{"a string for an array", []core.ChainEntry{entry(`{"daos":"uniswap"}`)}, "chain entry 0 (dao-filter): config at /daos: got string, want array"},
+		{"an item of the wrong type", []core.ChainEntry{entry(`{"daos":[1]}`)}, "chain entry 0 (dao-filter): config at /daos/0: got number, want string"},
+		{"a required field missing", []core.ChainEntry{entry(`{}`)}, "chain entry 0 (dao-filter): config: missing property 'daos'"},
+		{"no config at all", []core.ChainEntry{{Plugin: "dao-filter"}}, "chain entry 0 (dao-filter): config: missing property 'daos'"},
+		{"an unknown field", []core.ChainEntry{entry(`{"daos":["uniswap"],"dao":"ens"}`)}, "chain entry 0 (dao-filter): config: additional properties 'dao' not allowed"},
+		{"not an object", []core.ChainEntry{entry(`["uniswap"]`)}, "chain entry 0 (dao-filter): config: got array, want object"},
+		{"the second entry", []core.ChainEntry{good[0], entry(`{"daos":[]}`)}, "chain entry 1 (dao-filter): config at /daos: minItems: got 0, want 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, id := range []int64{core.GlobalChain, 7} {
+				err := m.SetChain(ctx, id, tc.chain)
+				if core.ErrorCode(err) != core.ECodeInvalidRequest || core.ErrorMessage(err) != tc.want {
+					t.Fatalf("chain %d: got %v, want invalid_request %q", id, err, tc.want)
+				}
+			}
+			if got, err := m.Chain(ctx, core.GlobalChain); err != nil || chainJSON(t, got) != chainJSON(t, good) {
+				t.Fatalf("the stored global chain changed: %s %v", chainJSON(t, got), err)
+			}
+			if got, err := m.Chain(ctx, 7); err != nil || len(got) != 0 {
+				t.Fatalf("a refused chain was stored for webhook 7: %+v %v", got, err)
+			}
+			if _, err := m.Try(ctx, tc.chain, note(core.TypeVoteCast)); core.ErrorCode(err) != core.ECodeInvalidRequest || core.ErrorMessage(err) != tc.want {
+				t.Fatalf("try: got %v, want invalid_request %q", err, tc.want)
+			}
+		})
+	}
+	try, err := m.Try(ctx, good, note(core.TypeVoteCast))
+	if err != nil || !try.Keep {
+		t.Fatalf("try with a valid config: %+v %v", try, err)
+	}
+}
+
+// Schemas are cached per module: a replaced plugin is checked against its
+// new schema, and a disabled one against its stored module's, even by a
+// process that never loaded it.
+func TestChainConfigFollowsThePluginsModule(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t, filepath.Join(t.TempDir(), "p.db"))
+	m, _ := newManager(t, st, "")
+	if _, err := m.Upload(ctx, watPlugin(t)); err != nil {
+		t.Fatal(err)
+	}
+	words := []core.ChainEntry{{Plugin: "wat-type-filter", Config: json.RawMessage(`{"types":["vote.cast"]}`)}}
+	numbers := []core.ChainEntry{{Plugin: "wat-type-filter", Config: json.RawMessage(`{"types":[1]}`)}}
+	if err := m.SetChain(ctx, core.GlobalChain, words); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetChain(ctx, core.GlobalChain, numbers); !strings.Contains(core.ErrorMessage(err), "config at /types/0: got number, want string") {
+		t.Fatalf("numbers for types under the first schema: %v", err)
+	}
+	// Same name and version, another module: its types are numbers.
+	if _, err := m.Upload(ctx, watWithSchema(t, `"items":{"type":"string"}`, `"items":{"type":"number"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetChain(ctx, core.GlobalChain, words); !strings.Contains(core.ErrorMessage(err), "config at /types/0: got string, want number") {
+		t.Fatalf("words for types under the replaced schema: %v", err)
+	}
+	if err := m.SetChain(ctx, core.GlobalChain, numbers); err != nil {
+		t.Fatalf("numbers for types under the replaced schema: %v", err)
+	}
+
+	if _, err := m.SetEnabled(ctx, "wat-type-filter", false); err != nil {
+		t.Fatal(err)
+	}
+	other, host := newManager(t, st, "")
+	if _, loaded := host.Plugin("wat-type-filter"); loaded {
+		t.Fatal("a disabled plugin was loaded")
+	}
+	if err := other.SetChain(ctx, 3, words); core.ErrorCode(err) != core.ECodeInvalidRequest || !strings.Contains(core.ErrorMessage(err), "got string, want number") {
+		t.Fatalf("a disabled plugin's config, in a process that never loaded it: %v", err)
+	}
+	if err := other.SetChain(ctx, 3, numbers); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A plugin whose configSchema is JSON but not a JSON Schema that compiles is
+// refused at upload; one stored before that check still loads, so its
+// chains keep running, but no chain entry naming it can be saved.
+func TestUncompilableSchema(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t, filepath.Join(t.TempDir(), "p.db"))
+	m, host := newManager(t, st, "")
+	for _, tc := range []struct{ name, old, new, want string }{
+		{"an unknown type", `"type":"array"`, `"type":"arrax"`, "plugin refused: its configSchema is not a valid JSON Schema: at /properties/types/type: value must be one of"},
+		{"a reference outside itself", `{"type":"string"}`, `{"$ref":"/etc/x"}`, "plugin refused: its configSchema is not a valid JSON Schema: it refers to https://govgate.invalid/etc/x, but a config schema must be self-contained"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := m.Upload(ctx, watWithSchema(t, tc.old, tc.new))
+			if core.ErrorCode(err) != core.ECodeInvalidRequest || !strings.HasPrefix(core.ErrorMessage(err), tc.want) {
+				t.Fatalf("got %v, want invalid_request %q", err, tc.want)
+			}
+		})
+	}
+	if list, err := m.List(ctx); err != nil || len(list) != 0 {
+		t.Fatalf("a refused plugin was stored: %+v %v", list, err)
+	}
+
+	bad := watWithSchema(t, `"type":"array"`, `"type":"arrax"`)
+	info, _, err := host.Check(ctx, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SavePlugin(ctx, core.StoredPlugin{Name: info.Name, Version: info.Version, SHA256: info.SHA256, Source: "upload", Wasm: bad}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, loaded := host.Plugin("wat-type-filter"); !loaded {
+		t.Fatal("a stored plugin with a bad schema was not loaded")
+	}
+	err = m.SetChain(ctx, core.GlobalChain, []core.ChainEntry{{Plugin: "wat-type-filter", Config: json.RawMessage(`{"types":["vote.cast"]}`)}})
+	want := "chain entry 0 (wat-type-filter): its configSchema is not a valid JSON Schema: at /properties/types/type"
+	if core.ErrorCode(err) != core.ECodeInvalidRequest || !strings.HasPrefix(core.ErrorMessage(err), want) {
+		t.Fatalf("a chain through a plugin whose schema does not compile: %v", err)
+	}
+	if chain, _ := m.Chain(ctx, core.GlobalChain); len(chain) != 0 {
+		t.Fatalf("a refused chain was stored: %+v", chain)
 	}
 }
