@@ -240,27 +240,37 @@
     const chainSel = document.getElementById("try-chain");
     const out = document.getElementById("try-result");
     const run = document.getElementById("try-run");
+    const configArea = document.getElementById("try-config");
     let samples = [];
     try { samples = JSON.parse(document.getElementById("try-samples").textContent) || []; } catch (e) { samples = []; }
     sampleSel.addEventListener("change", () => {
       const s = samples[Number(sampleSel.value)];
       if (s) area.value = JSON.stringify(s.notification, null, 2);
     });
+    // parse reads a JSON field, or says what is wrong with it and returns undefined.
+    function parse(field, what) {
+      try {
+        const v = JSON.parse(field.value);
+        field.removeAttribute("aria-invalid");
+        return v;
+      } catch (err) {
+        field.setAttribute("aria-invalid", "true");
+        show(h("div", { class: "flash flash-error", role: "alert" }, h("span", { class: "flash-icon", "aria-hidden": "true" }, "✕"),
+          h("p", null, what + " is not valid JSON: " + err.message)));
+        field.focus();
+        return undefined;
+      }
+    }
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
-      let notification;
-      try {
-        notification = JSON.parse(area.value);
-        area.removeAttribute("aria-invalid");
-      } catch (err) {
-        area.setAttribute("aria-invalid", "true");
-        show(h("div", { class: "flash flash-error", role: "alert" }, h("span", { class: "flash-icon", "aria-hidden": "true" }, "✕"),
-          h("p", null, "The notification is not valid JSON: " + err.message)));
-        area.focus();
-        return;
-      }
+      const notification = parse(area, "The notification");
+      if (notification === undefined) return;
       const body = { notification };
-      if (chainSel.value) body.chain = [{ plugin: chainSel.value, config: {}, failurePolicy: "closed" }];
+      if (chainSel.value) {
+        const config = parse(configArea, "The config");
+        if (config === undefined) return;
+        body.chain = [{ plugin: chainSel.value, config, failurePolicy: "closed" }];
+      }
       run.disabled = true;
       run.textContent = "Running…";
       try {
