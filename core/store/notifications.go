@@ -222,6 +222,9 @@ func (s *Store) leasedJobs(id string, body []byte, token string, expires time.Ti
 	return jobs, nil
 }
 
+// insertNotification stores n and its deliveries in tx on SQLite, whose
+// single writer makes separate statements as safe as insertNotificationPG's
+// one: the notification, the leased deliveries (fanOutLeased), the rest.
 func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source string, r core.Reservation) (fanOut, error) {
 	body, err := NotificationBody(n)
 	if err != nil {
