@@ -362,11 +362,54 @@ func TestBacklogIsSeparateFromClaimRoom(t *testing.T) {
 	if again := r.d.Reserve(3); again.N != 3 {
 		t.Fatalf("after handing nothing back: reservation %+v, want 3", again)
 	}
-	off := newRig(t, true, nil, 4, func(c *delivery.Config) { c.Backlog = 0 })
-	time.Sleep(50 * time.Millisecond)
-	if got := off.d.Reserve(100); got.N != 0 {
-		t.Fatalf("with no backlog: reservation %+v", got)
+}
+
+// With no backlog every delivery goes through the queue: it is delivered
+// after a claim, not handed over; with one, a fresh delivery skips the claim.
+func TestBacklogZeroDeliversThroughClaims(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	for _, backlog := range []int{0, 16} {
+		q := &claimCounter{}
+		r := newRig(t, true, caOf(srv), 4, func(c *delivery.Config) {
+			c.Backlog = backlog
+			q.Store = c.Queue.(*store.Store)
+			c.Queue = q
+		})
+		r.st.RegisterWebhook(context.Background(), srv.URL+"/hook", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+		waitUntil(t, "the dispatcher to run", func() bool {
+			if backlog == 0 {
+				return q.calls.Load() > 0 // it has polled the queue once
+			}
+			res := r.d.Reserve(1)
+			r.d.Hand(res, nil)
+			return res.N > 0
+		})
+		before := hits.Load()
+		r.notify(t, fmt.Sprintf("n-backlog-%d", backlog))
+		waitUntil(t, "the delivery", func() bool { return hits.Load() == before+1 })
+		want := int64(1)
+		if backlog > 0 {
+			want = 0
+		}
+		if got := q.claimed.Load(); got != want {
+			t.Errorf("backlog %d: %d deliveries claimed, want %d", backlog, got, want)
+		}
 	}
+}
+
+// claimCounter counts claim calls and the deliveries they claimed.
+type claimCounter struct {
+	*store.Store
+	calls, claimed atomic.Int64
+}
+
+func (q *claimCounter) Claim(ctx context.Context, limit int, lease time.Duration, exclude []int64) ([]core.Job, error) {
+	jobs, err := q.Store.Claim(ctx, limit, lease, exclude)
+	q.calls.Add(1)
+	q.claimed.Add(int64(len(jobs)))
+	return jobs, err
 }
 
 func caOf(srv *httptest.Server) []byte {
