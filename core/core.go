@@ -22,10 +22,16 @@ const (
 	KindOZGovernor GovernorKind = "oz-governor"
 	// KindGovernorBravo is Compound GovernorBravo: sequential ids, block numbers.
 	KindGovernorBravo GovernorKind = "governor-bravo"
+	// KindGovernorAlpha is Compound's GovernorAlpha as Uniswap deployed it:
+	// Bravo's proposal events, but VoteCast(address,uint256,bool,uint256)
+	// with a for/against boolean and no reason.
+	KindGovernorAlpha GovernorKind = "governor-alpha"
 )
 
 // Valid reports whether k is a known governor kind.
-func (k GovernorKind) Valid() bool { return k == KindOZGovernor || k == KindGovernorBravo }
+func (k GovernorKind) Valid() bool {
+	return k == KindOZGovernor || k == KindGovernorBravo || k == KindGovernorAlpha
+}
 
 // DAO is one governed organisation that govgate follows. DAOs come from the
 // configuration file, not from the store.
@@ -36,6 +42,13 @@ type DAO struct {
 	Governor   string       `json:"governor" yaml:"governor"`
 	Kind       GovernorKind `json:"kind" yaml:"kind"`
 	StartBlock uint64       `json:"startBlock" yaml:"start_block"`
+	// NotifyFromBlock, when positive, is the first block whose events and
+	// time-driven changes are pushed to webhooks. Zero: the block after the
+	// one where the DAO's indexer first reached the confirmed head, so that
+	// a backfilled history is stored and served but not pushed.
+	NotifyFromBlock uint64 `json:"notifyFromBlock,omitempty" yaml:"notify_from_block"`
+	// NotifyHistory pushes the whole history from StartBlock on.
+	NotifyHistory bool `json:"notifyHistory,omitempty" yaml:"notify_history"`
 }
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)

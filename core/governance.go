@@ -15,14 +15,49 @@ type BlockRef struct {
 	Hash   string // 0x-hex
 }
 
-// Proposal states that the indexer derives from events. Time-derived states
-// (active, defeated, succeeded, expired) need the chain's clock and the
-// quorum, so readers derive them from VoteStart, VoteEnd and the tallies.
+// Proposal states, as the governor's own state(proposalId) names them. The
+// ProposalState enum of OpenZeppelin Governor 4.x/5.x, GovernorBravo and
+// GovernorAlpha share this order, so StateName maps the uint8 of any of them.
 const (
-	ProposalCreated  = "created"
-	ProposalQueued   = "queued"
-	ProposalExecuted = "executed"
-	ProposalCanceled = "canceled"
+	ProposalPending   = "pending"
+	ProposalActive    = "active"
+	ProposalCanceled  = "canceled"
+	ProposalDefeated  = "defeated"
+	ProposalSucceeded = "succeeded"
+	ProposalQueued    = "queued"
+	ProposalExpired   = "expired"
+	ProposalExecuted  = "executed"
+)
+
+// ProposalStates lists the states in the governors' enum order.
+var ProposalStates = []string{
+	ProposalPending, ProposalActive, ProposalCanceled, ProposalDefeated,
+	ProposalSucceeded, ProposalQueued, ProposalExpired, ProposalExecuted,
+}
+
+// StateName returns the name of a governor's ProposalState value, "" for a
+// value outside the enum.
+func StateName(v uint8) string {
+	if int(v) < len(ProposalStates) {
+		return ProposalStates[v]
+	}
+	return ""
+}
+
+// ValidProposalState reports whether s names one of the eight states.
+func ValidProposalState(s string) bool {
+	for _, v := range ProposalStates {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Clock modes of ERC-6372: the unit of a governor's timepoints.
+const (
+	ClockBlockNumber = "blocknumber"
+	ClockTimestamp   = "timestamp"
 )
 
 // Proposal is a proposal as it stood at the end of block UpdatedBlock. The

@@ -155,7 +155,7 @@ func seedProposals(t *testing.T, s *store.Store) {
 	p1 := core.Proposal{DAO: "healthy", ChainID: 1, ProposalID: ozProposalID, Proposer: "0x8E4ED221fa034245F14205f781E0b13C5bd6a42E",
 		Targets: []string{"0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984"}, Values: []string{"0"}, Signatures: []string{""},
 		Calldatas:   []string{"0xa9059cbb000000000000000000000000e2388f22cf5e328c197d6530663809cc0f2e3b70"},
-		Description: "# Fund the grants program\n\nSends 1M UNI.", VoteStart: 19876000, VoteEnd: 19926400, State: core.ProposalCreated,
+		Description: "# Fund the grants program\n\nSends 1M UNI.", VoteStart: 19876000, VoteEnd: 19926400, State: core.ProposalPending,
 		ForVotes: "2500000000000000000000000", AgainstVotes: "7", AbstainVotes: "0",
 		CreatedBlock: 19875990, CreatedTx: hexHash(0xa1), CreatedAt: at, UpdatedBlock: 19876050, UpdatedAt: at.Add(10 * time.Minute)}
 	p2 := core.Proposal{DAO: "healthy", ChainID: 1, ProposalID: "2", Proposer: "0x6f3E6272A167e8AcCb32072d08E0957F9c79223d",

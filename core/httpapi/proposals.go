@@ -18,7 +18,6 @@ type ProposalReader interface {
 	ListVotes(ctx context.Context, dao, proposalID string, p core.Page) ([]core.Vote, int64, error)
 }
 
-var proposalStates = map[string]bool{core.ProposalCreated: true, core.ProposalQueued: true, core.ProposalExecuted: true, core.ProposalCanceled: true}
 
 // ProposalRoutes returns GET /{dao}/proposals and GET /{dao}/proposals/{id}
 // for APIConfig.Routes.
@@ -47,8 +46,8 @@ func ProposalRoutes(r ProposalReader, daos []core.DAO, log *slog.Logger) func(e 
 				return
 			}
 			state := c.Query("state")
-			if state != "" && !proposalStates[state] {
-				writeError(c, log, core.Errorf(core.ECodeInvalidRequest, "state must be created, queued, executed or canceled"))
+			if state != "" && !core.ValidProposalState(state) {
+				writeError(c, log, core.Errorf(core.ECodeInvalidRequest, "state must be one of pending, active, canceled, defeated, succeeded, queued, expired, executed"))
 				return
 			}
 			items, next, err := r.ListProposals(c.Request.Context(), slug, state, p)

@@ -30,7 +30,7 @@ type (
 // (active, defeated, succeeded, expired) need the chain's clock and the
 // quorum, so readers derive them from VoteStart, VoteEnd and the tallies.
 const (
-	StateCreated  = core.ProposalCreated
+	StateCreated  = core.ProposalPending
 	StateQueued   = core.ProposalQueued
 	StateExecuted = core.ProposalExecuted
 	StateCanceled = core.ProposalCanceled
