@@ -274,6 +274,10 @@ type Job struct {
 	// end by then is not started, since another process may take the
 	// delivery up from that moment.
 	LeaseExpires time.Time
+	// TraceParent is the W3C traceparent of the notification's trace,
+	// stored with it: every attempt, in whatever process, joins that trace.
+	// "" when tracing was off as the notification was stored.
+	TraceParent string
 }
 
 // Reservation is room a dispatcher holds for jobs about to be claimed: at

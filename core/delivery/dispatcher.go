@@ -19,6 +19,10 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/signing"
@@ -72,6 +76,15 @@ type Config struct {
 	// new notifications goes straight to the workers, without a claim's row
 	// write, while claims keep their own room. 0 disables hand-offs.
 	Backlog int
+
+	// Tracer, when set, records a span per attempt in the trace of the
+	// attempt's notification (core.Job.TraceParent), with the plugin
+	// chain's spans under it. nil: no spans, and no cost.
+	Tracer trace.Tracer
+	// TraceHeader sends the attempt span's W3C traceparent header with each
+	// delivery (with a Tracer only). Headers are not signed: the signature
+	// covers the body's exact bytes.
+	TraceHeader bool
 }
 
 // MaxResponseExcerpt is how much of a receiver's answer is recorded.
@@ -509,6 +522,64 @@ func (d *Dispatcher) recordLoop() {
 
 // attempt makes one delivery attempt and decides what comes next.
 func (d *Dispatcher) attempt(ctx context.Context, j core.Job) core.AttemptResult {
+	if d.cfg.Tracer == nil {
+		return d.send(ctx, j)
+	}
+	return d.tracedSend(ctx, j)
+}
+
+// tracedSend is send inside a span of the notification's trace: a retry,
+// or an attempt after a restart, joins the trace whose traceparent was
+// stored with the notification.
+func (d *Dispatcher) tracedSend(ctx context.Context, j core.Job) core.AttemptResult {
+	if j.TraceParent != "" {
+		ctx = propagation.TraceContext{}.Extract(ctx, traceParent(j.TraceParent))
+	}
+	ctx, span := d.cfg.Tracer.Start(ctx, "delivery.attempt", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(
+			attribute.String("govgate.notification.id", j.Notification.ID),
+			attribute.Int64("govgate.delivery.id", j.DeliveryID),
+			attribute.Int64("govgate.webhook.id", j.WebhookID),
+			attribute.Int("govgate.delivery.attempt", j.Attempt),
+		))
+	res := d.send(ctx, j)
+	attrs := []attribute.KeyValue{
+		attribute.String("govgate.delivery.outcome", string(res.Outcome)),
+		attribute.Float64("govgate.delivery.latency_ms", float64(res.Duration.Microseconds())/1000),
+	}
+	if res.StatusCode != 0 {
+		attrs = append(attrs, attribute.Int("http.response.status_code", res.StatusCode))
+	}
+	if !res.NextAttemptAt.IsZero() {
+		attrs = append(attrs, attribute.String("govgate.delivery.next_attempt_at", res.NextAttemptAt.UTC().Format(time.RFC3339Nano)))
+	}
+	span.SetAttributes(attrs...)
+	switch res.Outcome {
+	case core.OutcomeSucceeded:
+		span.SetStatus(codes.Ok, "")
+	case core.OutcomeDropped:
+		span.SetAttributes(attribute.String("govgate.delivery.drop_reason", res.Error))
+	default:
+		span.SetStatus(codes.Error, res.Error)
+	}
+	span.End()
+	return res
+}
+
+// traceParent is a stored traceparent as a propagation carrier.
+type traceParent string
+
+func (c traceParent) Get(key string) string {
+	if key == "traceparent" {
+		return string(c)
+	}
+	return ""
+}
+func (traceParent) Set(string, string) {}
+func (traceParent) Keys() []string     { return []string{"traceparent"} }
+
+// send makes one delivery attempt and decides what comes next.
+func (d *Dispatcher) send(ctx context.Context, j core.Job) core.AttemptResult {
 	start := time.Now()
 	res := core.AttemptResult{Job: j, StartedAt: start}
 	body, contentType := j.Body, "application/json"
@@ -548,6 +619,9 @@ func (d *Dispatcher) attempt(ctx context.Context, j core.Job) core.AttemptResult
 	}
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("User-Agent", d.cfg.UserAgent)
+	if d.cfg.TraceHeader && d.cfg.Tracer != nil {
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	}
 	// Each attempt is signed at send time, so its timestamp is fresh.
 	d.signer(j.Secret).SignHeader(req.Header, j.Notification.ID, time.Now(), body)
 	resp, err := d.cfg.Client.Do(req)

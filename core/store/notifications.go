@@ -23,6 +23,9 @@ type notificationRow struct {
 	Body       []byte
 	Source     string
 	CreatedAt  time.Time
+	// TraceParent is the W3C traceparent of the notification's trace
+	// (migration 0007); "" when tracing was off.
+	TraceParent string
 }
 
 func (notificationRow) TableName() string { return "notifications" }
@@ -85,18 +88,22 @@ func (s *Store) CreateNotificationHandoff(ctx context.Context, n core.Notificati
 	if h != nil {
 		r = h.Reserve(math.MaxInt32)
 	}
+	tp, end := s.startTrace(ctx, n)
 	var f fanOut
 	if s.dialect == Postgres {
 		// One statement, atomic on its own: no transaction round trips.
-		f, err = s.insertNotificationPG(ctx, s.pool(), n, source, r)
+		f, err = s.insertNotificationPG(ctx, s.pool(), n, source, r, tp)
 	} else {
 		err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			f, err = s.insertNotification(tx, n, source, r)
+			f, err = s.insertNotification(tx, n, source, r, tp)
 			return err
 		})
 	}
 	if err != nil {
 		f = fanOut{}
+	}
+	if end != nil {
+		end(f.created)
 	}
 	if h != nil {
 		h.Hand(r, f.jobs)
@@ -116,12 +123,32 @@ func (s *Store) CreateNotificationHandoff(ctx context.Context, n core.Notificati
 func (s *Store) InsertNotificationTx(tx *gorm.DB, n core.Notification, source string) (bool, error) {
 	var f fanOut
 	var err error
+	tp, end := s.startTrace(tx.Statement.Context, n)
 	if s.dialect == Postgres {
-		f, err = s.insertNotificationPG(tx.Statement.Context, txQuerier(tx), n, source, core.Reservation{})
+		f, err = s.insertNotificationPG(tx.Statement.Context, txQuerier(tx), n, source, core.Reservation{}, tp)
 	} else {
-		f, err = s.insertNotification(tx, n, source, core.Reservation{})
+		f, err = s.insertNotification(tx, n, source, core.Reservation{}, tp)
+	}
+	if end != nil {
+		end(err == nil && f.created)
 	}
 	return f.created, err
+}
+
+// NotificationTracer starts a notification's trace as it is stored
+// (tracing.Tracing): it returns the W3C traceparent stored with the
+// notification, which every delivery attempt joins, and end, which the
+// store calls once it knows whether the notification was new.
+type NotificationTracer interface {
+	StartNotification(ctx context.Context, n core.Notification) (traceParent string, end func(stored bool))
+}
+
+// startTrace starts n's trace, if tracing is on.
+func (s *Store) startTrace(ctx context.Context, n core.Notification) (string, func(bool)) {
+	if s.tracer == nil {
+		return "", nil
+	}
+	return s.tracer.StartNotification(ctx, n)
 }
 
 // insertNotificationPG is insertNotification on PostgreSQL, in one
@@ -129,7 +156,7 @@ func (s *Store) InsertNotificationTx(tx *gorm.DB, n core.Notification, source st
 // deliveries, those for the first r.N active webhooks by id (less
 // r.Exclude) in flight under a new lease and the rest pending. Fan-out for
 // 100,000 webhooks is still one statement.
-func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Notification, source string, r core.Reservation) (fanOut, error) {
+func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Notification, source string, r core.Reservation, traceParent string) (fanOut, error) {
 	body, err := NotificationBody(n)
 	if err != nil {
 		return fanOut{}, err
@@ -142,8 +169,8 @@ func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Noti
 	}
 	now := s.now()
 	exclude := append([]int64{}, r.Exclude...) // never NULL: = ANY(NULL) would exclude everything
-	rows, err := q.QueryContext(ctx, `WITH n AS (INSERT INTO notifications (id, type, dao, occurred_at, body, source, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING RETURNING id),
+	rows, err := q.QueryContext(ctx, `WITH n AS (INSERT INTO notifications (id, type, dao, occurred_at, body, source, created_at, trace_parent)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $15) ON CONFLICT (id) DO NOTHING RETURNING id),
 		w AS (SELECT id FROM webhooks WHERE state = $8 AND EXISTS (SELECT 1 FROM n)),
 		l AS (SELECT id FROM w WHERE NOT (id = ANY($9::bigint[])) ORDER BY id LIMIT $10),
 		ins AS (INSERT INTO deliveries (notification_id, webhook_id, state, next_attempt_at, attempts, lease_token, last_status, last_error, created_at, updated_at)
@@ -162,7 +189,7 @@ func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Noti
 		ORDER BY x.webhook_id`,
 		n.ID, n.Type, n.DAO, n.OccurredAt.UTC(), body, source, now,
 		string(core.WebhookActive), exclude, r.N,
-		string(core.DeliveryPending), string(core.DeliveryInFlight), now.Add(r.Lease), token)
+		string(core.DeliveryPending), string(core.DeliveryInFlight), now.Add(r.Lease), token, traceParent)
 	if err != nil {
 		return fanOut{}, fmt.Errorf("insert notification: %w", err)
 	}
@@ -188,7 +215,7 @@ func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Noti
 		return fanOut{}, fmt.Errorf("insert notification: %w", err)
 	}
 	if len(leased) > 0 {
-		if f.jobs, err = s.leasedJobs(n.ID, body, token, now.Add(r.Lease), leased); err != nil {
+		if f.jobs, err = s.leasedJobs(n.ID, body, traceParent, token, now.Add(r.Lease), leased); err != nil {
 			return fanOut{}, err
 		}
 	}
@@ -203,7 +230,7 @@ type leasedRow struct {
 }
 
 // leasedJobs turns deliveries leased at fan-out under token into jobs.
-func (s *Store) leasedJobs(id string, body []byte, token string, expires time.Time, rows []leasedRow) ([]core.Job, error) {
+func (s *Store) leasedJobs(id string, body []byte, traceParent, token string, expires time.Time, rows []leasedRow) ([]core.Job, error) {
 	note, err := notificationRow{ID: id, Body: body}.domain()
 	if err != nil {
 		return nil, err
@@ -216,7 +243,7 @@ func (s *Store) leasedJobs(id string, body []byte, token string, expires time.Ti
 		}
 		jobs[i] = core.Job{
 			DeliveryID: l.delivery, LeaseToken: token, LeaseExpires: expires, Attempt: 1, Notification: note, Body: body,
-			WebhookID: l.webhook, WebhookURL: l.url, Secret: secret,
+			WebhookID: l.webhook, WebhookURL: l.url, Secret: secret, TraceParent: traceParent,
 		}
 	}
 	return jobs, nil
@@ -225,15 +252,15 @@ func (s *Store) leasedJobs(id string, body []byte, token string, expires time.Ti
 // insertNotification stores n and its deliveries in tx on SQLite, whose
 // single writer makes separate statements as safe as insertNotificationPG's
 // one: the notification, the leased deliveries (fanOutLeased), the rest.
-func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source string, r core.Reservation) (fanOut, error) {
+func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source string, r core.Reservation, traceParent string) (fanOut, error) {
 	body, err := NotificationBody(n)
 	if err != nil {
 		return fanOut{}, err
 	}
 	now := s.now()
-	res := tx.Exec(`INSERT INTO notifications (id, type, dao, occurred_at, body, source, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-		n.ID, n.Type, n.DAO, n.OccurredAt.UTC(), body, source, now)
+	res := tx.Exec(`INSERT INTO notifications (id, type, dao, occurred_at, body, source, created_at, trace_parent)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		n.ID, n.Type, n.DAO, n.OccurredAt.UTC(), body, source, now, traceParent)
 	if res.Error != nil {
 		return fanOut{}, fmt.Errorf("insert notification: %w", res.Error)
 	}
@@ -247,7 +274,7 @@ func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source stri
 	args := []any{n.ID, string(core.DeliveryPending), now, now, now, string(core.WebhookActive)}
 	var jobs []core.Job
 	if r.N > 0 {
-		if jobs, err = s.fanOutLeased(tx, n.ID, body, r, now); err != nil {
+		if jobs, err = s.fanOutLeased(tx, n.ID, body, traceParent, r, now); err != nil {
 			return fanOut{}, err
 		}
 		// The leased deliveries are for the first active webhooks by id,
@@ -280,7 +307,7 @@ func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source stri
 // active webhooks by id, not counting the excluded ones, in flight under a
 // new lease, and returns them as jobs in webhook id order (SQLite;
 // insertNotificationPG does this on PostgreSQL).
-func (s *Store) fanOutLeased(tx *gorm.DB, id string, body []byte, r core.Reservation, now time.Time) ([]core.Job, error) {
+func (s *Store) fanOutLeased(tx *gorm.DB, id string, body []byte, traceParent string, r core.Reservation, now time.Time) ([]core.Job, error) {
 	token, err := newToken()
 	if err != nil {
 		return nil, err
@@ -342,7 +369,7 @@ func (s *Store) fanOutLeased(tx *gorm.DB, id string, body []byte, r core.Reserva
 	for i := range rows {
 		rows[i].delivery = byWebhook[rows[i].webhook]
 	}
-	return s.leasedJobs(id, body, token, now.Add(r.Lease), rows)
+	return s.leasedJobs(id, body, traceParent, token, now.Add(r.Lease), rows)
 }
 
 // Notification returns a stored notification.

@@ -156,17 +156,18 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 	// Each notification is decoded once per claim, however many of its
 	// deliveries the claim holds.
 	type note struct {
-		n    core.Notification
-		body []byte
+		n           core.Notification
+		body        []byte
+		traceParent string
 	}
 	notes := make(map[string]note, len(nIDs))
-	rows, err = s.pool().QueryContext(ctx, s.bind(`SELECT id, body FROM notifications WHERE id IN (`+marks(len(nIDs))+`)`), nIDs...)
+	rows, err = s.pool().QueryContext(ctx, s.bind(`SELECT id, body, trace_parent FROM notifications WHERE id IN (`+marks(len(nIDs))+`)`), nIDs...)
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: load notifications: %w", err)
 	}
 	for rows.Next() {
 		var r notificationRow
-		if err := rows.Scan(&r.ID, &r.Body); err != nil {
+		if err := rows.Scan(&r.ID, &r.Body, &r.TraceParent); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("claim deliveries: load notifications: %w", err)
 		}
@@ -175,7 +176,7 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 			rows.Close()
 			return nil, err
 		}
-		notes[r.ID] = note{n, r.Body}
+		notes[r.ID] = note{n, r.Body, r.TraceParent}
 	}
 	rows.Close()
 	type hook struct{ url, secret string }
@@ -214,7 +215,7 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 		}
 		jobs = append(jobs, core.Job{
 			DeliveryID: c.id, LeaseToken: token, LeaseExpires: now.Add(lease), Attempt: c.attempts,
-			Notification: n.n, Body: n.body,
+			Notification: n.n, Body: n.body, TraceParent: n.traceParent,
 			WebhookID: c.webhook, WebhookURL: h.url, Secret: h.secret,
 		})
 	}
@@ -225,7 +226,7 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 // notifications and webhooks it needs (PostgreSQL).
 func (s *Store) claimJoined(ctx context.Context, update string, args []any, token string, now, expires time.Time) ([]core.Job, error) {
 	q := `WITH c AS (` + update + `)
-		SELECT c.id, c.notification_id, c.webhook_id, c.attempts, n.body, w.url, w.state, w.secret_ciphertext
+		SELECT c.id, c.notification_id, c.webhook_id, c.attempts, n.body, n.trace_parent, w.url, w.state, w.secret_ciphertext
 		FROM c JOIN notifications n ON n.id = c.notification_id JOIN webhooks w ON w.id = c.webhook_id`
 	rows, err := s.pool().QueryContext(ctx, q, args...)
 	if err != nil {
@@ -246,7 +247,7 @@ func (s *Store) claimJoined(ctx context.Context, update string, args []any, toke
 			noteID, url, state string
 			body, sealed       []byte
 		)
-		if err := rows.Scan(&j.DeliveryID, &noteID, &j.WebhookID, &j.Attempt, &body, &url, &state, &sealed); err != nil {
+		if err := rows.Scan(&j.DeliveryID, &noteID, &j.WebhookID, &j.Attempt, &body, &j.TraceParent, &url, &state, &sealed); err != nil {
 			return nil, fmt.Errorf("claim deliveries: %w", err)
 		}
 		h, ok := hooks[j.WebhookID]

@@ -44,6 +44,7 @@ type Store struct {
 	cipher  Cipher
 	log     *slog.Logger
 	now     func() time.Time
+	tracer  NotificationTracer // nil: tracing off
 }
 
 // Options tune Open.
@@ -52,6 +53,9 @@ type Options struct {
 	// MaxOpenConns caps PostgreSQL connections (default 20). SQLite always
 	// uses one writer connection.
 	MaxOpenConns int
+	// Tracer starts each new notification's trace; nil (the default) stores
+	// no trace context and costs nothing.
+	Tracer NotificationTracer
 }
 
 // Open connects to url ("sqlite:PATH" or "postgres://…"), runs pending
@@ -116,7 +120,7 @@ func Open(ctx context.Context, url string, cipher Cipher, opts Options) (*Store,
 		sqlDB.SetMaxIdleConns(n)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	}
-	s := &Store{db: db, dialect: dialect, cipher: cipher, log: log, now: func() time.Time { return time.Now().UTC() }}
+	s := &Store{db: db, dialect: dialect, cipher: cipher, log: log, now: func() time.Time { return time.Now().UTC() }, tracer: opts.Tracer}
 	if err := s.migrate(ctx); err != nil {
 		sqlDB.Close()
 		return nil, err
