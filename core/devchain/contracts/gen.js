@@ -1,6 +1,10 @@
 // gen.js compiles src/*.sol with solc (solcjs from npm) against
-// @openzeppelin/contracts from node_modules and writes one artifact per
-// contract to artifacts/NAME.json: {"contractName", "abi", "bytecode"}.
+// @openzeppelin/contracts (5.x) and @openzeppelin/contracts-v4 (4.9, an npm
+// alias) from node_modules and writes one artifact per contract to
+// artifacts/NAME.json: {"contractName", "abi", "bytecode"}. It then copies,
+// without recompiling, the contracts that Uniswap published compiled in
+// @uniswap/governance (GovernorAlpha, its Uni token and Compound's Timelock,
+// solc 0.5.16), adding a "source" field that says where each came from.
 // Run it through gen.sh, which installs the pinned packages first.
 "use strict";
 const fs = require("fs");
@@ -52,3 +56,21 @@ for (const f of Object.keys(sources)) {
   }
 }
 console.log("solc " + solc.version());
+
+// Uniswap's governance as deployed on mainnet, from the package's build/.
+// Timelock is renamed: src/Timelock.sol is OpenZeppelin's TimelockController.
+const uniswap = { GovernorAlpha: "GovernorAlpha", Uni: "Uni", Timelock: "UniswapTimelock" };
+const uniPkg = require("@uniswap/governance/package.json");
+for (const [built, name] of Object.entries(uniswap)) {
+  const file = "@uniswap/governance/build/" + built + ".json";
+  const b = require(file);
+  const compiler = JSON.parse(b.metadata).compiler.version;
+  const art = {
+    contractName: name,
+    source: `${uniPkg.name}@${uniPkg.version} build/${built}.json (solc ${compiler}), copied unchanged`,
+    abi: b.abi,
+    bytecode: "0x" + b.evm.bytecode.object,
+  };
+  fs.writeFileSync(path.join(outDir, name + ".json"), JSON.stringify(art, null, 1) + "\n");
+  console.log(`${name}: ${b.evm.bytecode.object.length / 2} bytes of init code, from ${file}`);
+}
