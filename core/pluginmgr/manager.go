@@ -18,6 +18,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/wasmhost"
 )
@@ -369,6 +373,8 @@ type Outcome struct {
 	ContentType string
 	Trace       string // JSON of the steps; "" when no plugin ran
 	DropReason  string
+
+	steps []wasmhost.Step
 }
 
 // Apply runs the global chain and then the webhook's own chain on one
@@ -382,8 +388,19 @@ func (m *Manager) Apply(ctx context.Context, n core.Notification, body []byte, w
 	if len(chain) == 0 {
 		return Outcome{Keep: true}, nil
 	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		start := time.Now()
+		out, err := m.apply(ctx, chain, len(own) > 0, n, body)
+		traceSteps(span, start, out.steps)
+		return out, err
+	}
+	return m.apply(ctx, chain, len(own) > 0, n, body)
+}
+
+// apply runs chain, which is the global chain alone unless own.
+func (m *Manager) apply(ctx context.Context, chain []wasmhost.Entry, own bool, n core.Notification, body []byte) (Outcome, error) {
 	e := m.batch(n, body)
-	if len(own) == 0 {
+	if !own {
 		// Every webhook without a chain of its own gets the same outcome:
 		// compute it, trace included, once per notification.
 		e.mu.Lock()
@@ -405,7 +422,7 @@ func outcome(res wasmhost.Result, body []byte) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	out := Outcome{Keep: res.Keep, ContentType: res.ContentType, Trace: string(trace), DropReason: res.DropReason}
+	out := Outcome{Keep: res.Keep, ContentType: res.ContentType, Trace: string(trace), DropReason: res.DropReason, steps: res.Steps}
 	if res.Keep && res.Body != nil && string(res.Body) != string(body) {
 		out.Body = res.Body
 	}
@@ -444,4 +461,30 @@ func toEntries(in []core.ChainEntry) []wasmhost.Entry {
 		out[i] = wasmhost.Entry{Plugin: e.Plugin, Config: e.Config, FailurePolicy: e.FailurePolicy}
 	}
 	return out
+}
+
+// traceSteps records a span per plugin step under parent (the delivery
+// attempt's span): plugin, hook, decision and duration. The steps ran one
+// after another from start; a cached step shows the duration of the call
+// whose answer it reused.
+func traceSteps(parent trace.Span, start time.Time, steps []wasmhost.Step) {
+	ctx := trace.ContextWithSpan(context.Background(), parent)
+	tracer := parent.TracerProvider().Tracer("github.com/govgate/govgate/core/pluginmgr")
+	at := start
+	for _, st := range steps {
+		_, span := tracer.Start(ctx, "plugin "+st.Plugin, trace.WithTimestamp(at), trace.WithAttributes(
+			attribute.String("govgate.plugin.name", st.Plugin),
+			attribute.String("govgate.plugin.hook", st.Hook),
+			attribute.String("govgate.plugin.decision", st.Decision),
+			attribute.Float64("govgate.plugin.duration_ms", ms(st.Duration)),
+			attribute.Bool("govgate.plugin.cached", st.Cached),
+		))
+		if st.Error != "" {
+			span.SetStatus(codes.Error, st.Error)
+		}
+		if !st.Cached {
+			at = at.Add(st.Duration)
+		}
+		span.End(trace.WithTimestamp(at))
+	}
 }
