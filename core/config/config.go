@@ -39,6 +39,30 @@ type Config struct {
 	DAOs         []core.DAO          `yaml:"daos"`
 	Indexer      indexer.Config      `yaml:"indexer"`
 	Health       health.Config       `yaml:"health"`
+	Tracing      Tracing             `yaml:"tracing"`
+}
+
+// Tracing configures OpenTelemetry traces, exported over OTLP/HTTP: one
+// trace per notification, from its log through each plugin to every
+// delivery attempt. The standard OTEL_* variables apply: setting
+// OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) turns
+// tracing on, OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none turns it
+// off, and OTEL_TRACES_SAMPLER, OTEL_BSP_*, OTEL_SERVICE_NAME,
+// OTEL_RESOURCE_ATTRIBUTES and the exporter's headers, TLS and timeout
+// settings are read by the OpenTelemetry SDK itself.
+type Tracing struct {
+	Enabled bool `yaml:"enabled"`
+	// Endpoint is the collector's OTLP/HTTP base URL, such as
+	// http://127.0.0.1:4318 (spans go to its /v1/traces);
+	// OTEL_EXPORTER_OTLP_ENDPOINT takes precedence.
+	Endpoint string `yaml:"endpoint"`
+	// SampleRatio is the fraction of notifications traced, in (0, 1].
+	SampleRatio float64 `yaml:"sample_ratio"`
+	// TraceparentHeader sends each attempt's W3C traceparent header with
+	// the delivery, so that a receiver's own spans join the trace.
+	TraceparentHeader bool `yaml:"traceparent_header"`
+
+	envEndpoint bool // an OTEL_ endpoint variable is set
 }
 
 // Listener is one HTTP listener.
@@ -129,6 +153,7 @@ func Default() Config {
 		Plugins: Plugins{CallTimeout: 250 * time.Millisecond, MemoryLimitMB: 64},
 		Indexer: indexer.Config{}.WithDefaults(),
 		Health:  health.Config{}.WithDefaults(),
+		Tracing: Tracing{SampleRatio: 1},
 	}
 }
 
@@ -178,6 +203,7 @@ const (
 	EnvLogFormat          = "GOVGATE_LOG_FORMAT"
 	EnvPluginsDir         = "GOVGATE_PLUGINS_DIR"
 	EnvRegistrationPerMin = "GOVGATE_REGISTRATION_RATE_PER_MINUTE"
+	EnvTracingHeader      = "GOVGATE_TRACING_TRACEPARENT_HEADER"
 )
 
 func (c *Config) applyEnv(getenv func(string) string) error {
@@ -237,6 +263,19 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 			sched = append(sched, d)
 		}
 		c.Delivery.Schedule = sched
+	}
+	if getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
+		c.Tracing.Enabled, c.Tracing.envEndpoint = true, true
+	}
+	if v := getenv("OTEL_SDK_DISABLED"); strings.EqualFold(v, "true") || getenv("OTEL_TRACES_EXPORTER") == "none" {
+		c.Tracing.Enabled = false
+	}
+	if v := getenv(EnvTracingHeader); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("config: %s: want true or false, got %q", EnvTracingHeader, v)
+		}
+		c.Tracing.TraceparentHeader = b
 	}
 	if v := getenv(EnvRegistrationPerMin); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
@@ -312,6 +351,16 @@ func (c *Config) Validate() error {
 		chains[ch.ID] = true
 		if err := ch.Validate(); err != nil {
 			return fmt.Errorf("config: %s: %w", field, err)
+		}
+	}
+	if t := c.Tracing; t.Enabled {
+		switch {
+		case t.Endpoint == "" && !t.envEndpoint:
+			return bad("tracing.endpoint", "required when tracing is enabled (or set OTEL_EXPORTER_OTLP_ENDPOINT)")
+		case t.Endpoint != "" && !strings.HasPrefix(t.Endpoint, "http://") && !strings.HasPrefix(t.Endpoint, "https://"):
+			return bad("tracing.endpoint", "want an http:// or https:// URL, got %q", redactURL(t.Endpoint))
+		case t.SampleRatio <= 0 || t.SampleRatio > 1:
+			return bad("tracing.sample_ratio", "must be in (0, 1]")
 		}
 	}
 	c.Indexer = c.Indexer.WithDefaults()

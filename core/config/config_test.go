@@ -56,6 +56,9 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"unknown field", "delivery: {timeuot: 1s}", "", "timeuot"},
 		{"chain without rpc", "chains: [{id: 1, name: x}]", "", "chains[0]"},
 		{"jitter", "delivery: {jitter: 2}", "", "delivery.jitter"},
+		{"tracing without endpoint", "tracing: {enabled: true}", "", "tracing.endpoint"},
+		{"tracing ratio", "tracing: {enabled: true, endpoint: 'http://127.0.0.1:4318', sample_ratio: 2}", "", "tracing.sample_ratio"},
+		{"tracing header", "", "GOVGATE_TRACING_TRACEPARENT_HEADER=sometimes", "GOVGATE_TRACING_TRACEPARENT_HEADER"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "c.yaml")
@@ -69,6 +72,34 @@ func TestValidationNamesTheField(t *testing.T) {
 			})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to name %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The standard OTEL_ variables turn tracing on and off, whatever the file says.
+func TestTracingFollowsTheOTELVariables(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		env        map[string]string
+		want       bool
+	}{
+		{"off by default", "", nil, false},
+		{"endpoint variable", "", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, true},
+		{"traces endpoint variable", "", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"}, true},
+		{"file", "tracing: {enabled: true, endpoint: 'http://127.0.0.1:4318'}", nil, true},
+		{"sdk disabled", "tracing: {enabled: true, endpoint: 'http://127.0.0.1:4318'}", map[string]string{"OTEL_SDK_DISABLED": "true"}, false},
+		{"exporter none", "", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_TRACES_EXPORTER": "none"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.yaml")
+			os.WriteFile(path, []byte(tc.yaml), 0o600)
+			cfg, err := config.Load(path, true, func(k string) string { return tc.env[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Tracing.Enabled != tc.want {
+				t.Fatalf("tracing enabled = %v, want %v", cfg.Tracing.Enabled, tc.want)
 			}
 		})
 	}
