@@ -7,6 +7,9 @@ import "time"
 type Cursor struct {
 	Block uint64
 	Hash  string // 0x-hex hash of Block as the chain reported it
+	// NotifyFrom is the first block whose changes are pushed to webhooks;
+	// 0 pushes every block. It is set when the DAO is first indexed.
+	NotifyFrom uint64
 }
 
 // BlockRef is a block the indexer has seen, kept to detect reorganisations.
@@ -77,9 +80,21 @@ type Proposal struct {
 	// VoteStart and VoteEnd are clock timepoints: block numbers for Bravo and
 	// for OpenZeppelin governors on a block-number clock (the usual), Unix
 	// seconds for OpenZeppelin governors on a timestamp clock.
-	VoteStart    uint64    `json:"voteStart"`
-	VoteEnd      uint64    `json:"voteEnd"`
-	State        string    `json:"state"`
+	VoteStart uint64 `json:"voteStart"`
+	VoteEnd   uint64 `json:"voteEnd"`
+	// Clock is the unit of VoteStart and VoteEnd: ClockBlockNumber or
+	// ClockTimestamp (ERC-6372 CLOCK_MODE of the governor).
+	Clock string `json:"clock"`
+	// State is what the governor's state(proposalId) answers at the DAO's
+	// indexed block (one of ProposalStates).
+	State string `json:"state"`
+	// Quorum is the votes needed, at the proposal's snapshot (decimal); nil
+	// while the proposal is pending, before the snapshot can be read.
+	Quorum *string `json:"quorum"`
+	// QuorumReached applies the governor's own rule to the tallies:
+	// for+abstain on OpenZeppelin's GovernorCountingSimple, for on Bravo
+	// and Alpha.
+	QuorumReached bool `json:"quorumReached"`
 	ForVotes     string    `json:"forVotes"`     // decimal
 	AgainstVotes string    `json:"againstVotes"` // decimal
 	AbstainVotes string    `json:"abstainVotes"` // decimal
@@ -89,7 +104,19 @@ type Proposal struct {
 	CreatedAt    time.Time `json:"createdAt"` // block time
 	UpdatedBlock uint64    `json:"updatedBlock"`
 	UpdatedAt    time.Time `json:"updatedAt"` // block time
+	// Milestones records which time-driven notifications the indexer has
+	// emitted for the proposal (Milestone bits), so that each goes out once.
+	Milestones uint32 `json:"-"`
 }
+
+// Milestone bits of Proposal.Milestones.
+const (
+	MilestoneActive  uint32 = 1 << 0
+	MilestoneClosed  uint32 = 1 << 1 // succeeded or defeated
+	MilestoneExpired uint32 = 1 << 2
+	// MilestoneEndingSoon shifted left by a lead's index marks that lead.
+	MilestoneEndingSoon uint32 = 1 << 8
+)
 
 // Vote is one VoteCast or VoteCastWithParams event.
 type Vote struct {
@@ -135,6 +162,17 @@ type IndexBatch struct {
 	// later revision also at or below it.
 	PruneBelow uint64
 }
+
+// Time-driven notification types: the indexer emits them when the confirmed
+// head crosses a proposal's voteStart, voteEnd (or a lead before it), or
+// its ETA plus the timelock's grace period.
+const (
+	TypeProposalActive     = "proposal.active"
+	TypeProposalSucceeded  = "proposal.succeeded"
+	TypeProposalDefeated   = "proposal.defeated"
+	TypeProposalExpired    = "proposal.expired"
+	TypeProposalEndingSoon = "proposal.ending_soon"
+)
 
 // ErrCursorMoved is returned (wrapped) when an index batch was built on a
 // cursor that another indexer has since moved.

@@ -224,6 +224,17 @@ func (g *Gateway) FilterLogs(ctx context.Context, q ethereum.FilterQuery) ([]typ
 	return logs, err
 }
 
+// CallContract runs eth_call of msg at block number (the latest block for
+// nil). A revert comes back as the node's error, without failover.
+func (g *Gateway) CallContract(ctx context.Context, msg ethereum.CallMsg, number *big.Int) ([]byte, error) {
+	var out []byte
+	err := g.call(ctx, "eth_call", func(ctx context.Context, c *ethclient.Client) (err error) {
+		out, err = c.CallContract(ctx, msg, number)
+		return err
+	})
+	return out, err
+}
+
 // call runs fn on the first upstream that answers, in configured order,
 // skipping those whose breaker is open. An answer that is an error about the
 // request itself (a JSON-RPC error object, "not found") is returned at once:

@@ -101,6 +101,12 @@ type builder struct {
 	r     *Runner
 	d     *daoState
 	batch Batch
+	// notifyFrom is the first block whose changes are pushed: below it,
+	// proposals and votes are stored but no notification is.
+	notifyFrom uint64
+	// timed are the time-driven notifications of the batch, rendered by
+	// finish once the proposals' tallies and quorum are final.
+	timed []timedNote
 
 	proposals  map[string]*tracked // by proposal id; nil value: not in the store
 	dirty      []string            // proposals changed in the current block
@@ -109,10 +115,11 @@ type builder struct {
 	blockTimes map[uint64]time.Time
 }
 
-func newBuilder(r *Runner, d *daoState) *builder {
+func newBuilder(r *Runner, d *daoState, notifyFrom uint64) *builder {
 	return &builder{
 		r:          r,
 		d:          d,
+		notifyFrom: notifyFrom,
 		batch:      Batch{DAO: d.dao.Slug, ChainID: r.chainID},
 		proposals:  map[string]*tracked{},
 		blockTimes: map[uint64]time.Time{},
@@ -180,12 +187,26 @@ func (b *builder) timeOf(ctx context.Context, l *types.Log) (time.Time, error) {
 func (b *builder) flush() {
 	for _, id := range b.dirty {
 		t := b.proposals[id]
-		p := t.p
-		p.ForVotes, p.AgainstVotes, p.AbstainVotes = t.forV.String(), t.against.String(), t.abstan.String()
-		p.UpdatedBlock, p.UpdatedAt = b.block, b.blockTime
-		b.batch.Proposals = append(b.batch.Proposals, p)
+		t.p.ForVotes, t.p.AgainstVotes, t.p.AbstainVotes = t.forV.String(), t.against.String(), t.abstan.String()
+		t.p.QuorumReached = b.quorumReached(t)
+		t.p.UpdatedBlock, t.p.UpdatedAt = b.block, b.blockTime
+		b.batch.Proposals = append(b.batch.Proposals, t.p)
 	}
 	b.dirty = b.dirty[:0]
+}
+
+// quorumReached applies the governor's quorum rule to the tallies:
+// OpenZeppelin's GovernorCountingSimple counts for and abstain votes,
+// Bravo and Alpha count for votes only.
+func (b *builder) quorumReached(t *tracked) bool {
+	if t.p.Quorum == nil {
+		return false
+	}
+	q := parseDec(*t.p.Quorum)
+	if b.d.dao.Kind == core.KindOZGovernor {
+		return q.Cmp(new(big.Int).Add(t.forV, t.abstan)) <= 0
+	}
+	return t.forV.Cmp(q) >= 0
 }
 
 func (b *builder) touch(id string) {
@@ -242,6 +263,7 @@ func (b *builder) apply(ctx context.Context, l *types.Log, ev *event) error {
 	case "ProposalCreated":
 		typ = core.TypeProposalCreated
 		p := Proposal{
+			Clock:        b.d.info.clock,
 			DAO:          b.d.dao.Slug,
 			ChainID:      b.r.chainID,
 			ProposalID:   id,
@@ -253,7 +275,7 @@ func (b *builder) apply(ctx context.Context, l *types.Log, ev *event) error {
 			Description:  ev.description,
 			VoteStart:    clampUint64(ev.voteStart),
 			VoteEnd:      clampUint64(ev.voteEnd),
-			State:        StateCreated,
+			State:        core.ProposalPending,
 			CreatedBlock: l.BlockNumber,
 			CreatedTx:    l.TxHash.Hex(),
 			CreatedAt:    b.blockTime,
@@ -291,6 +313,8 @@ func (b *builder) apply(ctx context.Context, l *types.Log, ev *event) error {
 			return err
 		}
 		if t != nil {
+			// A vote is only accepted while voting is open.
+			b.implied(t, l, core.ProposalActive)
 			switch ev.support {
 			case 0:
 				t.against.Add(t.against, ev.weight)
@@ -307,30 +331,40 @@ func (b *builder) apply(ctx context.Context, l *types.Log, ev *event) error {
 		}
 	case "ProposalQueued":
 		typ = core.TypeProposalQueued
-		if err := b.update(ctx, id, func(p *Proposal) { p.State, p.ETA = StateQueued, clampUint64(ev.eta) }); err != nil {
+		if err := b.update(ctx, id, func(t *tracked) {
+			b.implied(t, l, core.ProposalSucceeded)
+			t.p.State, t.p.ETA = core.ProposalQueued, clampUint64(ev.eta)
+		}); err != nil {
 			return err
 		}
 		data = proposalQueuedData{eventMeta: meta, ETA: ev.eta.String()}
 	case "ProposalExecuted":
 		typ = core.TypeProposalExecuted
-		if err := b.update(ctx, id, func(p *Proposal) { p.State = StateExecuted }); err != nil {
+		if err := b.update(ctx, id, func(t *tracked) {
+			b.implied(t, l, core.ProposalSucceeded)
+			t.p.State = core.ProposalExecuted
+		}); err != nil {
 			return err
 		}
 		data = meta
 	case "ProposalCanceled":
 		typ = core.TypeProposalCanceled
-		if err := b.update(ctx, id, func(p *Proposal) { p.State = StateCanceled }); err != nil {
+		if err := b.update(ctx, id, func(t *tracked) { t.p.State = core.ProposalCanceled }); err != nil {
 			return err
 		}
 		data = meta
 	case "ProposalExtended":
 		typ = core.TypeProposalExtended
-		if err := b.update(ctx, id, func(p *Proposal) { p.VoteEnd = ev.extendedDeadline }); err != nil {
+		if err := b.update(ctx, id, func(t *tracked) { t.p.VoteEnd = ev.extendedDeadline }); err != nil {
 			return err
 		}
 		data = proposalExtendedData{eventMeta: meta, ExtendedDeadline: fmt.Sprint(ev.extendedDeadline)}
 	default:
 		return nil
+	}
+	b.r.metrics.event(b.d.dao.Slug, typ)
+	if l.BlockNumber < b.notifyFrom {
+		return nil // history: stored, not pushed
 	}
 	raw, err := json.Marshal(data)
 	if err != nil {
@@ -343,18 +377,17 @@ func (b *builder) apply(ctx context.Context, l *types.Log, ev *event) error {
 		OccurredAt: b.blockTime,
 		Data:       raw,
 	})
-	b.r.metrics.event(b.d.dao.Slug, typ)
 	return nil
 }
 
 // update changes a known proposal; unknown proposals (created before the
 // DAO's start block) are left alone, their events still notified.
-func (b *builder) update(ctx context.Context, id string, change func(*Proposal)) error {
+func (b *builder) update(ctx context.Context, id string, change func(*tracked)) error {
 	t, err := b.proposal(ctx, id)
 	if err != nil || t == nil {
 		return err
 	}
-	change(&t.p)
+	change(t)
 	b.touch(id)
 	return nil
 }

@@ -55,8 +55,21 @@ const governorEventsABI = `[
  {"name":"extendedDeadline","type":"uint64","indexed":false}]}
 ]`
 
+// alphaEventsABI is GovernorAlpha's VoteCast, which differs from Bravo's and
+// OpenZeppelin's: a for/against boolean, no reason, nothing indexed. Its
+// other events are Bravo's.
+const alphaEventsABI = `[
+{"type":"event","name":"VoteCast","anonymous":false,"inputs":[
+ {"name":"voter","type":"address","indexed":false},
+ {"name":"proposalId","type":"uint256","indexed":false},
+ {"name":"support","type":"bool","indexed":false},
+ {"name":"votes","type":"uint256","indexed":false}]}
+]`
+
 var (
 	governorABI = mustABI(governorEventsABI)
+	// alphaVoteCast is GovernorAlpha's VoteCast event.
+	alphaVoteCast = mustABI(alphaEventsABI).Events["VoteCast"]
 	// eventsByTopic maps topic 0 to the event it identifies.
 	eventsByTopic = map[common.Hash]*abi.Event{}
 	// eventTopics is the topic-0 filter of eth_getLogs.
@@ -70,6 +83,7 @@ func init() {
 		eventsByTopic[ev.ID] = &ev
 		eventTopics = append(eventTopics, ev.ID)
 	}
+	eventTopics = append(eventTopics, alphaVoteCast.ID)
 }
 
 func mustABI(s string) abi.ABI {
@@ -119,6 +133,9 @@ var errNotGovernorEvent = errors.New("not a governor event")
 func decodeLog(l *types.Log) (*event, error) {
 	if len(l.Topics) == 0 {
 		return nil, errNotGovernorEvent
+	}
+	if l.Topics[0] == alphaVoteCast.ID {
+		return decodeAlphaVote(l)
 	}
 	def, ok := eventsByTopic[l.Topics[0]]
 	if !ok {
@@ -192,6 +209,32 @@ func decodeLog(l *types.Log) (*event, error) {
 		if ev.extendedDeadline, ok1 = vals[0].(uint64); !ok1 {
 			return bad()
 		}
+	}
+	return ev, nil
+}
+
+// decodeAlphaVote decodes GovernorAlpha's VoteCast(address,uint256,bool,uint256)
+// as a VoteCast with support 1 (for) or 0 (against).
+func decodeAlphaVote(l *types.Log) (*event, error) {
+	if len(l.Topics) != 1 {
+		return nil, fmt.Errorf("alpha VoteCast: %d topics, want 1", len(l.Topics))
+	}
+	vals, err := alphaVoteCast.Inputs.Unpack(l.Data)
+	if err != nil {
+		return nil, fmt.Errorf("alpha VoteCast: %w", err)
+	}
+	var ok [4]bool
+	ev := &event{name: "VoteCast"}
+	ev.voter, ok[0] = vals[0].(common.Address)
+	ev.proposalID, ok[1] = vals[1].(*big.Int)
+	support, ok2 := vals[2].(bool)
+	ok[2] = ok2
+	ev.weight, ok[3] = vals[3].(*big.Int)
+	if ok != [4]bool{true, true, true, true} {
+		return nil, errors.New("alpha VoteCast: unexpected decoded types")
+	}
+	if support {
+		ev.support = 1
 	}
 	return ev, nil
 }

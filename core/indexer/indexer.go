@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum"
@@ -35,6 +36,8 @@ type Chain interface {
 	// there is no such block.
 	BlockStamp(ctx context.Context, number *big.Int) (num uint64, hash common.Hash, timestamp uint64, err error)
 	FilterLogs(ctx context.Context, q ethereum.FilterQuery) ([]types.Log, error)
+	// CallContract runs eth_call at a block (the latest for nil).
+	CallContract(ctx context.Context, msg ethereum.CallMsg, number *big.Int) ([]byte, error)
 }
 
 // Config tunes a Runner. Zero fields take the defaults (WithDefaults).
@@ -57,6 +60,10 @@ type Config struct {
 	// StalledAfter makes a DAO "stalled" when no poll has succeeded, or the
 	// cursor has not moved while behind, for that long.
 	StalledAfter time.Duration `yaml:"stalled_after"`
+	// EndingSoon are the leads before a proposal's voteEnd at which
+	// proposal.ending_soon is pushed, longest first. A lead longer than the
+	// proposal's whole voting period is skipped for it.
+	EndingSoon []time.Duration `yaml:"ending_soon"`
 }
 
 // Defaults of Config.
@@ -97,6 +104,11 @@ func (c Config) WithDefaults() Config {
 	if c.LaggingBlocks == 0 {
 		c.LaggingBlocks = DefaultLaggingBlocks
 	}
+	if c.EndingSoon == nil {
+		c.EndingSoon = []time.Duration{24 * time.Hour, time.Hour}
+	}
+	c.EndingSoon = append([]time.Duration(nil), c.EndingSoon...)
+	sort.Slice(c.EndingSoon, func(i, j int) bool { return c.EndingSoon[i] > c.EndingSoon[j] })
 	return c
 }
 
@@ -117,6 +129,13 @@ func (c Config) Validate() error {
 		return errors.New("indexer: stalled_after: must be longer than poll_interval")
 	case c.LaggingAfter <= 0:
 		return errors.New("indexer: lagging_after: must be positive")
+	case len(c.EndingSoon) > maxLeads:
+		return fmt.Errorf("indexer: ending_soon: at most %d leads", maxLeads)
+	}
+	for _, l := range c.EndingSoon {
+		if l < time.Second {
+			return fmt.Errorf("indexer: ending_soon: lead %s is shorter than a second", l)
+		}
 	}
 	return nil
 }
@@ -146,6 +165,12 @@ type Runner struct {
 	bySlug  map[string]*daoState
 	checked bool // the upstream's chain id was verified
 
+	// calls counts eth_calls to governors, for the benchmark.
+	calls atomic.Int64
+	// pace is the chain's recent seconds per block, sampled at paceBlock.
+	pace      float64
+	paceBlock uint64
+
 	mu sync.Mutex // guards the status fields of daoState and leader
 }
 
@@ -160,6 +185,8 @@ type daoState struct {
 	status        DAOStatus
 	caughtUp      bool
 	lastBlockTime time.Time // time of the last indexed block, if known
+
+	info *governorInfo // read once from the governor; nil until then
 }
 
 // NewRunner returns a runner for the DAOs of one chain. Every DAO must be on
@@ -206,6 +233,10 @@ func NewRunner(c Chain, store Store, locker Locker, chainID, confirmations uint6
 	}
 	return r, nil
 }
+
+// ContractCalls returns how many eth_calls the runner has made to governors
+// and their timelocks.
+func (r *Runner) ContractCalls() int64 { return r.calls.Load() }
 
 // ChainID returns the chain this runner indexes.
 func (r *Runner) ChainID() uint64 { return r.chainID }
@@ -402,8 +433,17 @@ func (r *Runner) syncDAO(ctx context.Context, d *daoState, target uint64, target
 	if err != nil {
 		return fmt.Errorf("cursor: %w", err)
 	}
+	if d.info == nil {
+		gi, err := caller{r: r, d: d, governor: d.governor}.info(ctx)
+		if err != nil {
+			return fmt.Errorf("governor: %w", err)
+		}
+		d.info = &gi
+		r.log.Info("governor", "dao", d.dao.Slug, "kind", d.dao.Kind, "clock", gi.clock, "grace_period_s", gi.grace)
+	}
 	from := d.dao.StartBlock
 	var prev *Cursor
+	notifyFrom := r.notifyFrom(d, cur, found, target)
 	if found {
 		prev = &cur
 		from = max(cur.Block+1, d.dao.StartBlock)
@@ -416,6 +456,11 @@ func (r *Runner) syncDAO(ctx context.Context, d *daoState, target uint64, target
 		d.status.LastIndexedBlock = cur.Block
 		r.mu.Unlock()
 	}
+	r.mu.Lock()
+	d.status.NotifyFromBlock = notifyFrom
+	r.mu.Unlock()
+	bf := r.startBackfill(d, from, target)
+	defer r.endBackfill(d, bf)
 	for from <= target {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -432,12 +477,23 @@ func (r *Runner) syncDAO(ctx context.Context, d *daoState, target uint64, target
 			}
 			return fmt.Errorf("blocks %d-%d: %w", from, to, err)
 		}
-		b := newBuilder(r, d)
+		b := newBuilder(r, d, notifyFrom)
 		if err := b.add(ctx, logs); err != nil {
 			return fmt.Errorf("blocks %d-%d: %w", from, to, err)
 		}
+		if to == target {
+			// Time-driven states are read at the confirmed head only: every
+			// node has its state, and the proposals' crossings since the
+			// last poll all show there.
+			if err := b.settle(ctx, to, toHash, toTime); err != nil {
+				return fmt.Errorf("proposal states at block %d: %w", to, err)
+			}
+		}
+		if err := b.finish(); err != nil {
+			return fmt.Errorf("blocks %d-%d: %w", from, to, err)
+		}
 		b.batch.Prev = prev
-		b.batch.Cursor = Cursor{Block: to, Hash: toHash.Hex()}
+		b.batch.Cursor = Cursor{Block: to, Hash: toHash.Hex(), NotifyFrom: notifyFrom}
 		if n := len(b.batch.Blocks); n == 0 || b.batch.Blocks[n-1].Number != to {
 			b.batch.Blocks = append(b.batch.Blocks, BlockRef{Number: to, Hash: b.batch.Cursor.Hash})
 		}
@@ -458,6 +514,7 @@ func (r *Runner) syncDAO(ctx context.Context, d *daoState, target uint64, target
 		d.status.LagBlocks = target - to
 		d.status.LagSeconds = lagSeconds(targetTime, d.lastBlockTime)
 		r.mu.Unlock()
+		r.progress(d, bf, to, len(logs))
 		if len(logs) < growBelow && d.rangeSize < r.cfg.MaxRange {
 			d.rangeSize = min(d.rangeSize*2, r.cfg.MaxRange)
 		}
@@ -465,6 +522,22 @@ func (r *Runner) syncDAO(ctx context.Context, d *daoState, target uint64, target
 	}
 	d.caughtUp = true
 	return nil
+}
+
+// notifyFrom returns the first block whose changes the DAO pushes: the
+// configured block, the start block with notify_history, the stored one,
+// or, for a DAO indexed for the first time, the block after the confirmed
+// head it starts from: what lies below it is history.
+func (r *Runner) notifyFrom(d *daoState, cur Cursor, found bool, target uint64) uint64 {
+	switch {
+	case d.dao.NotifyHistory:
+		return 0
+	case d.dao.NotifyFromBlock > 0:
+		return d.dao.NotifyFromBlock
+	case found:
+		return cur.NotifyFrom
+	}
+	return target + 1
 }
 
 // readRange reads the governor's logs of blocks from..to and the hash and

@@ -77,6 +77,20 @@ func (s *memStore) Proposal(_ context.Context, dao, id string) (Proposal, bool, 
 	return p, ok, nil
 }
 
+func (s *memStore) OpenProposals(_ context.Context, dao string) ([]Proposal, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Proposal
+	for _, p := range s.proposals[dao] {
+		switch p.State {
+		case core.ProposalPending, core.ProposalActive, core.ProposalQueued:
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedBlock < out[j].CreatedBlock })
+	return out, nil
+}
+
 func (s *memStore) ApplyBatch(_ context.Context, b Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -173,7 +187,7 @@ func (s *memStore) Rollback(_ context.Context, chainID uint64, to BlockRef) erro
 			}
 		}
 		if c.c.Block > to.Number {
-			s.cursors[dao] = memCursor{chainID: chainID, c: Cursor{Block: to.Number, Hash: to.Hash}}
+			s.cursors[dao] = memCursor{chainID: chainID, c: Cursor{Block: to.Number, Hash: to.Hash, NotifyFrom: c.c.NotifyFrom}}
 		}
 	}
 	for k, v := range s.votes {

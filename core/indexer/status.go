@@ -50,9 +50,29 @@ type DAOStatus struct {
 	// CaughtUp is true once the cursor reached the confirmed head since start.
 	CaughtUp bool `json:"caughtUp"`
 	// Leader is true while this process holds the chain's lease.
-	Leader      bool      `json:"leader"`
-	LastError   string    `json:"lastError,omitempty"`
+	Leader bool `json:"leader"`
+	// Backfill is the progress of the current catch-up while the DAO is
+	// more than one range behind; nil once it is at the head.
+	Backfill *Backfill `json:"backfill,omitempty"`
+	// NotifyFromBlock is the first block whose changes are pushed to
+	// webhooks (0: every block); earlier history is stored, not pushed.
+	NotifyFromBlock uint64    `json:"notifyFromBlock"`
+	LastError       string    `json:"lastError,omitempty"`
 	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
+}
+
+// Backfill is how far a catch-up has come: blocks done of the total, the
+// indexing rate over the catch-up so far, and the time left at that rate.
+type Backfill struct {
+	FromBlock       uint64  `json:"fromBlock"`
+	ToBlock         uint64  `json:"toBlock"`
+	BlocksDone      uint64  `json:"blocksDone"`
+	BlocksTotal     uint64  `json:"blocksTotal"`
+	Events          uint64  `json:"events"`
+	EventsPerSecond float64 `json:"eventsPerSecond"`
+	BlocksPerSecond float64 `json:"blocksPerSecond"`
+	// ETASeconds is the estimated time left, -1 until there is a rate.
+	ETASeconds float64 `json:"etaSeconds"`
 }
 
 // Status returns the status of a DAO of this runner.
@@ -207,6 +227,7 @@ type Metrics struct {
 	shrinks  *prometheus.CounterVec
 	failures *prometheus.CounterVec
 	batches  *prometheus.HistogramVec
+	calls    *prometheus.CounterVec
 }
 
 // NewMetrics returns unregistered collectors named govgate_indexer_*.
@@ -233,12 +254,16 @@ func NewMetrics() *Metrics {
 			Help:    "Time to read, decode and store one block range.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
 		}, []string{"chain"}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "govgate_indexer_contract_calls_total",
+			Help: "eth_calls made to governors and timelocks (proposal state, quorum, clock), by method.",
+		}, []string{"chain", "method"}),
 	}
 }
 
 // Collectors returns the collectors to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.events, m.reorgs, m.shrinks, m.failures, m.batches}
+	return []prometheus.Collector{m.events, m.reorgs, m.shrinks, m.failures, m.batches, m.calls}
 }
 
 func (m *Metrics) event(dao, typ string) {
@@ -262,6 +287,12 @@ func (m *Metrics) shrink(chain uint64) {
 func (m *Metrics) failure(chain uint64) {
 	if m != nil {
 		m.failures.WithLabelValues(strconv.FormatUint(chain, 10)).Inc()
+	}
+}
+
+func (m *Metrics) call(chain uint64, method string) {
+	if m != nil {
+		m.calls.WithLabelValues(strconv.FormatUint(chain, 10), method).Inc()
 	}
 }
 
@@ -309,5 +340,74 @@ func (c runnerCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, v, s.DAO, chain, st)
 		}
+	}
+}
+
+// backfill tracks one catch-up of a DAO that started more than a range
+// behind the confirmed head.
+type backfill struct {
+	from, to uint64
+	started  time.Time
+	events   uint64
+	logged   time.Time
+}
+
+// progressEvery is how often a backfill logs its progress.
+const progressEvery = 10 * time.Second
+
+func (r *Runner) startBackfill(d *daoState, from, target uint64) *backfill {
+	if from > target || target-from < d.rangeSize {
+		return nil
+	}
+	now := r.now()
+	bf := &backfill{from: from, to: target, started: now, logged: now}
+	r.mu.Lock()
+	d.status.Backfill = &Backfill{FromBlock: from, ToBlock: target, BlocksTotal: target - from + 1, ETASeconds: -1}
+	r.mu.Unlock()
+	r.log.Info("backfill started", "dao", d.dao.Slug, "from_block", from, "to_block", target, "blocks", target-from+1)
+	return bf
+}
+
+// progress records that a backfill indexed blocks up to `to` with n events.
+func (r *Runner) progress(d *daoState, bf *backfill, to uint64, n int) {
+	if bf == nil {
+		return
+	}
+	bf.events += uint64(n)
+	now := r.now()
+	done := to - bf.from + 1
+	total := bf.to - bf.from + 1
+	p := Backfill{FromBlock: bf.from, ToBlock: bf.to, BlocksDone: done, BlocksTotal: total, Events: bf.events, ETASeconds: -1}
+	if secs := now.Sub(bf.started).Seconds(); secs > 0 {
+		p.EventsPerSecond = float64(bf.events) / secs
+		p.BlocksPerSecond = float64(done) / secs
+		if p.BlocksPerSecond > 0 {
+			p.ETASeconds = float64(total-done) / p.BlocksPerSecond
+		}
+	}
+	r.mu.Lock()
+	d.status.Backfill = &p
+	r.mu.Unlock()
+	if now.Sub(bf.logged) >= progressEvery {
+		bf.logged = now
+		r.log.Info("backfill progress", "dao", d.dao.Slug, "blocks_done", done, "blocks_total", total,
+			"events", bf.events, "events_per_s", int64(p.EventsPerSecond), "eta_s", int64(p.ETASeconds))
+	}
+}
+
+func (r *Runner) endBackfill(d *daoState, bf *backfill) {
+	if bf == nil {
+		return
+	}
+	r.mu.Lock()
+	p := d.status.Backfill
+	finished := p != nil && p.BlocksDone == p.BlocksTotal
+	if finished {
+		d.status.Backfill = nil
+	}
+	r.mu.Unlock()
+	if finished {
+		r.log.Info("backfill done", "dao", d.dao.Slug, "blocks", p.BlocksTotal, "events", p.Events,
+			"seconds", r.now().Sub(bf.started).Seconds())
 	}
 }

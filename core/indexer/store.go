@@ -26,15 +26,6 @@ type (
 	Batch = core.IndexBatch
 )
 
-// Proposal states that the indexer derives from events. Time-derived states
-// (active, defeated, succeeded, expired) need the chain's clock and the
-// quorum, so readers derive them from VoteStart, VoteEnd and the tallies.
-const (
-	StateCreated  = core.ProposalPending
-	StateQueued   = core.ProposalQueued
-	StateExecuted = core.ProposalExecuted
-	StateCanceled = core.ProposalCanceled
-)
 
 // ErrCursorMoved is returned (wrapped) by Store.ApplyBatch when the stored
 // cursor is not Batch.Prev: another indexer moved it.
@@ -50,6 +41,10 @@ type Store interface {
 	RecentBlocks(ctx context.Context, chainID uint64, limit int) ([]BlockRef, error)
 	// Proposal returns the latest revision of a proposal.
 	Proposal(ctx context.Context, daoSlug, proposalID string) (Proposal, bool, error)
+	// OpenProposals returns the latest revision of the DAO's pending,
+	// active and queued proposals: those whose state the chain's clock can
+	// change.
+	OpenProposals(ctx context.Context, daoSlug string) ([]Proposal, error)
 	// ApplyBatch writes a batch in one transaction (see Batch).
 	ApplyBatch(ctx context.Context, b Batch) error
 	// Rollback undoes everything indexed above block to.Number on the chain,

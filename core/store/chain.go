@@ -14,11 +14,13 @@ import (
 )
 
 type cursorRow struct {
-	DAO       string `gorm:"column:dao;primaryKey"`
-	ChainID   uint64
-	Block     uint64
-	Hash      string
-	UpdatedAt time.Time
+	DAO     string `gorm:"column:dao;primaryKey"`
+	ChainID uint64
+	Block   uint64
+	Hash    string
+	// NotifyFrom is the first block whose changes are pushed (0: all).
+	NotifyFrom uint64
+	UpdatedAt  time.Time
 }
 
 func (cursorRow) TableName() string { return "chain_cursors" }
@@ -32,25 +34,29 @@ type blockRow struct {
 func (blockRow) TableName() string { return "chain_blocks" }
 
 type proposalRow struct {
-	Seq          int64  `gorm:"primaryKey;autoIncrement"`
-	DAO          string `gorm:"column:dao"`
-	ProposalID   string
-	ChainID      uint64
-	Proposer     string
-	Targets      string
-	Values       string
-	Signatures   string
-	Calldatas    string
-	Description  string
-	VoteStart    uint64
-	VoteEnd      uint64
-	State        string
-	ForVotes     string
-	AgainstVotes string
-	AbstainVotes string
-	ETA          uint64 `gorm:"column:eta"`
-	CreatedBlock uint64
-	CreatedTx    string
+	Seq           int64  `gorm:"primaryKey;autoIncrement"`
+	DAO           string `gorm:"column:dao"`
+	ProposalID    string
+	ChainID       uint64
+	Proposer      string
+	Targets       string
+	Values        string
+	Signatures    string
+	Calldatas     string
+	Description   string
+	VoteStart     uint64
+	VoteEnd       uint64
+	Clock         string
+	State         string
+	Quorum        *string
+	QuorumReached bool
+	Milestones    uint32
+	ForVotes      string
+	AgainstVotes  string
+	AbstainVotes  string
+	ETA           uint64 `gorm:"column:eta"`
+	CreatedBlock  uint64
+	CreatedTx     string
 	// Block times, not row times: GORM must not stamp them.
 	CreatedAt    time.Time `gorm:"autoCreateTime:false"`
 	UpdatedBlock uint64
@@ -68,6 +74,13 @@ type revisionRow struct {
 }
 
 func (revisionRow) TableName() string { return "proposal_revisions" }
+
+// revision is a proposal_revisions row's data: the proposal as served, and
+// the milestones the domain type keeps out of its JSON.
+type revision struct {
+	core.Proposal
+	Milestones uint32 `json:"milestones"`
+}
 
 type voteRow struct {
 	ID          int64 `gorm:"primaryKey;autoIncrement"`
@@ -164,7 +177,7 @@ func (s *Store) Cursor(ctx context.Context, dao string) (core.Cursor, bool, erro
 	if len(rows) == 0 {
 		return core.Cursor{}, false, nil
 	}
-	return core.Cursor{Block: rows[0].Block, Hash: rows[0].Hash}, true, nil
+	return core.Cursor{Block: rows[0].Block, Hash: rows[0].Hash, NotifyFrom: rows[0].NotifyFrom}, true, nil
 }
 
 // RecentBlocks returns up to limit remembered blocks of a chain, highest first.
@@ -196,7 +209,8 @@ func (s *Store) Proposal(ctx context.Context, dao, id string) (core.Proposal, bo
 func (r proposalRow) domain() (core.Proposal, error) {
 	p := core.Proposal{
 		DAO: r.DAO, ChainID: r.ChainID, ProposalID: r.ProposalID, Proposer: r.Proposer, Description: r.Description,
-		VoteStart: r.VoteStart, VoteEnd: r.VoteEnd, State: r.State, ForVotes: r.ForVotes, AgainstVotes: r.AgainstVotes,
+		VoteStart: r.VoteStart, VoteEnd: r.VoteEnd, Clock: r.Clock, State: r.State, Quorum: r.Quorum,
+		QuorumReached: r.QuorumReached, Milestones: r.Milestones, ForVotes: r.ForVotes, AgainstVotes: r.AgainstVotes,
 		AbstainVotes: r.AbstainVotes, ETA: r.ETA, CreatedBlock: r.CreatedBlock, CreatedTx: r.CreatedTx,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedBlock: r.UpdatedBlock, UpdatedAt: r.UpdatedAt.UTC(),
 	}
@@ -222,7 +236,8 @@ func proposalToRow(p core.Proposal) proposalRow {
 	return proposalRow{
 		DAO: p.DAO, ProposalID: p.ProposalID, ChainID: p.ChainID, Proposer: p.Proposer,
 		Targets: js(p.Targets), Values: js(p.Values), Signatures: js(p.Signatures), Calldatas: js(p.Calldatas),
-		Description: p.Description, VoteStart: p.VoteStart, VoteEnd: p.VoteEnd, State: p.State,
+		Description: p.Description, VoteStart: p.VoteStart, VoteEnd: p.VoteEnd, Clock: p.Clock, State: p.State,
+		Quorum: p.Quorum, QuorumReached: p.QuorumReached, Milestones: p.Milestones,
 		ForVotes: p.ForVotes, AgainstVotes: p.AgainstVotes, AbstainVotes: p.AbstainVotes, ETA: p.ETA,
 		CreatedBlock: p.CreatedBlock, CreatedTx: p.CreatedTx, CreatedAt: p.CreatedAt.UTC(),
 		UpdatedBlock: p.UpdatedBlock, UpdatedAt: p.UpdatedAt.UTC(),
@@ -231,7 +246,7 @@ func proposalToRow(p core.Proposal) proposalRow {
 
 // proposalColumns are the columns a new revision overwrites.
 var proposalColumns = []string{"chain_id", "proposer", "targets", "values", "signatures", "calldatas", "description",
-	"vote_start", "vote_end", "state", "for_votes", "against_votes", "abstain_votes", "eta",
+	"vote_start", "vote_end", "clock", "state", "quorum", "quorum_reached", "milestones", "for_votes", "against_votes", "abstain_votes", "eta",
 	"created_block", "created_tx", "created_at", "updated_block", "updated_at"}
 
 // ApplyBatch writes one indexing step in one transaction: proposals and
@@ -262,7 +277,7 @@ func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) (err error) {
 			}).Create(&row).Error; err != nil {
 				return fmt.Errorf("upsert proposal: %w", err)
 			}
-			data, _ := json.Marshal(p)
+			data, _ := json.Marshal(revision{Proposal: p, Milestones: p.Milestones})
 			rev := revisionRow{DAO: p.DAO, ProposalID: p.ProposalID, Block: p.UpdatedBlock, ChainID: p.ChainID, Data: string(data)}
 			if err := tx.Clauses(clause.OnConflict{
 				Columns:   []clause.Column{{Name: "dao"}, {Name: "proposal_id"}, {Name: "block"}},
@@ -303,10 +318,10 @@ func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) (err error) {
 				return fmt.Errorf("record blocks: %w", err)
 			}
 		}
-		row := cursorRow{DAO: b.DAO, ChainID: b.ChainID, Block: b.Cursor.Block, Hash: b.Cursor.Hash, UpdatedAt: s.now()}
+		row := cursorRow{DAO: b.DAO, ChainID: b.ChainID, Block: b.Cursor.Block, Hash: b.Cursor.Hash, NotifyFrom: b.Cursor.NotifyFrom, UpdatedAt: s.now()}
 		if err := tx.Clauses(clause.OnConflict{
 			Columns:   []clause.Column{{Name: "dao"}},
-			DoUpdates: clause.AssignmentColumns([]string{"chain_id", "block", "hash", "updated_at"}),
+			DoUpdates: clause.AssignmentColumns([]string{"chain_id", "block", "hash", "notify_from", "updated_at"}),
 		}).Create(&row).Error; err != nil {
 			return fmt.Errorf("move cursor: %w", err)
 		}
@@ -362,11 +377,12 @@ func (s *Store) Rollback(ctx context.Context, chainID uint64, to core.BlockRef) 
 				}
 				continue
 			}
-			var p core.Proposal
-			if err := json.Unmarshal([]byte(revs[0].Data), &p); err != nil {
+			var rev revision
+			if err := json.Unmarshal([]byte(revs[0].Data), &rev); err != nil {
 				return fmt.Errorf("decode revision: %w", err)
 			}
-			row := proposalToRow(p)
+			rev.Proposal.Milestones = rev.Milestones
+			row := proposalToRow(rev.Proposal)
 			if err := tx.Model(&proposalRow{}).Where("dao = ? AND proposal_id = ?", c.DAO, c.ProposalID).Select(proposalColumns).Updates(&row).Error; err != nil {
 				return err
 			}
@@ -380,10 +396,35 @@ func (s *Store) Rollback(ctx context.Context, chainID uint64, to core.BlockRef) 
 	return nil
 }
 
-// ListProposals lists a DAO's proposals, newest first (by creation), with
-// an optional state filter. next is the Before of the next page.
+// OpenProposals returns a DAO's proposals whose state can still change
+// without an event of their own: pending, active and queued ones. The
+// indexer asks the governor about them when the chain's clock crosses one
+// of their timepoints.
+func (s *Store) OpenProposals(ctx context.Context, dao string) ([]core.Proposal, error) {
+	var rows []proposalRow
+	if err := s.db.WithContext(ctx).Where("dao = ? AND state IN ?", dao,
+		[]string{core.ProposalPending, core.ProposalActive, core.ProposalQueued}).Order("seq").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("open proposals: %w", err)
+	}
+	out := make([]core.Proposal, 0, len(rows))
+	for _, r := range rows {
+		p, err := r.domain()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// ListProposals lists a DAO's proposals (every DAO's for dao ""), newest
+// first (by creation), with an optional state filter. next is the Before
+// of the next page.
 func (s *Store) ListProposals(ctx context.Context, dao, state string, p core.Page) ([]core.Proposal, int64, error) {
-	q := s.db.WithContext(ctx).Where("dao = ?", dao).Order("seq DESC").Limit(p.PageLimit() + 1)
+	q := s.db.WithContext(ctx).Order("seq DESC").Limit(p.PageLimit() + 1)
+	if dao != "" {
+		q = q.Where("dao = ?", dao)
+	}
 	if state != "" {
 		q = q.Where("state = ?", state)
 	}
