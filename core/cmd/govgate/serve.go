@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/config"
@@ -27,6 +28,7 @@ import (
 	"github.com/govgate/govgate/core/signing"
 	"github.com/govgate/govgate/core/ssrf"
 	"github.com/govgate/govgate/core/store"
+	"github.com/govgate/govgate/core/tracing"
 	"github.com/govgate/govgate/web"
 )
 
@@ -99,7 +101,25 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL, box, store.Options{Logger: log})
+	storeOpts, tracer := store.Options{Logger: log}, trace.Tracer(nil)
+	if cfg.Tracing.Enabled {
+		tr, err := tracing.Start(ctx, tracing.Config{Endpoint: cfg.Tracing.Endpoint, SampleRatio: cfg.Tracing.SampleRatio, ServiceVersion: version})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			// Flush what is queued; a kill loses it, not the trace: the
+			// traceparent is stored, and later attempts join it.
+			flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tr.Shutdown(flushCtx); err != nil {
+				log.Warn("tracing: flush spans at shutdown", "err", err)
+			}
+		}()
+		storeOpts.Tracer, tracer = tr, tr.Tracer()
+		log.Info("tracing on: OTLP/HTTP", "endpoint", tracing.EndpointForLog(cfg.Tracing.Endpoint), "traceparent_header", cfg.Tracing.TraceparentHeader)
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL, box, storeOpts)
 	if err != nil {
 		return err
 	}
@@ -154,6 +174,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 			Schedule: cfg.Delivery.Schedule, Jitter: cfg.Delivery.Jitter, MaxRetryAfter: cfg.Delivery.MaxRetryAfter,
 			Lease: cfg.Delivery.Lease, DisableAfter: cfg.Delivery.DisableAfter, BatchSize: cfg.Delivery.BatchSize, PollInterval: cfg.Delivery.PollInterval,
 			Backlog: cfg.Delivery.Backlog,
+			Tracer:  tracer, TraceHeader: cfg.Tracing.TraceparentHeader,
 		})
 		if err != nil {
 			return err
