@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Cursor is how far a DAO has been indexed: every block up to and including
 // Block is in the store.
@@ -75,6 +78,9 @@ type Proposal struct {
 	Values     []string `json:"values"`     // decimal wei
 	Signatures []string `json:"signatures"` // Bravo-style function signatures; "" each for OpenZeppelin
 	Calldatas  []string `json:"calldatas"`  // 0x-hex
+	// Title is the description's first line without markdown heading
+	// marks, as governance front ends show it.
+	Title string `json:"title"`
 	// Description is the proposal text, often markdown. It can be long.
 	Description string `json:"description"`
 	// VoteStart and VoteEnd are clock timepoints: block numbers for Bravo and
@@ -94,16 +100,16 @@ type Proposal struct {
 	// QuorumReached applies the governor's own rule to the tallies:
 	// for+abstain on OpenZeppelin's GovernorCountingSimple, for on Bravo
 	// and Alpha.
-	QuorumReached bool `json:"quorumReached"`
-	ForVotes     string    `json:"forVotes"`     // decimal
-	AgainstVotes string    `json:"againstVotes"` // decimal
-	AbstainVotes string    `json:"abstainVotes"` // decimal
-	ETA          uint64    `json:"eta"`          // Unix seconds when queued, else 0
-	CreatedBlock uint64    `json:"createdBlock"`
-	CreatedTx    string    `json:"createdTx"`
-	CreatedAt    time.Time `json:"createdAt"` // block time
-	UpdatedBlock uint64    `json:"updatedBlock"`
-	UpdatedAt    time.Time `json:"updatedAt"` // block time
+	QuorumReached bool      `json:"quorumReached"`
+	ForVotes      string    `json:"forVotes"`     // decimal
+	AgainstVotes  string    `json:"againstVotes"` // decimal
+	AbstainVotes  string    `json:"abstainVotes"` // decimal
+	ETA           uint64    `json:"eta"`          // Unix seconds when queued, else 0
+	CreatedBlock  uint64    `json:"createdBlock"`
+	CreatedTx     string    `json:"createdTx"`
+	CreatedAt     time.Time `json:"createdAt"` // block time
+	UpdatedBlock  uint64    `json:"updatedBlock"`
+	UpdatedAt     time.Time `json:"updatedAt"` // block time
 	// Milestones records which time-driven notifications the indexer has
 	// emitted for the proposal (Milestone bits), so that each goes out once.
 	Milestones uint32 `json:"-"`
@@ -117,6 +123,13 @@ const (
 	// MilestoneEndingSoon shifted left by a lead's index marks that lead.
 	MilestoneEndingSoon uint32 = 1 << 8
 )
+
+// ProposalTitle returns the first line of a proposal's description without
+// its markdown heading marks.
+func ProposalTitle(description string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(description), "\n")
+	return strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(line), "#"))
+}
 
 // Vote is one VoteCast or VoteCastWithParams event.
 type Vote struct {

@@ -152,16 +152,19 @@ const ozProposalID = "8431530123548462431208591369822536115324051354724533083493
 func seedProposals(t *testing.T, s *store.Store) {
 	t.Helper()
 	at := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	quorum := "40000000000000000000000000"
 	p1 := core.Proposal{DAO: "healthy", ChainID: 1, ProposalID: ozProposalID, Proposer: "0x8E4ED221fa034245F14205f781E0b13C5bd6a42E",
 		Targets: []string{"0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984"}, Values: []string{"0"}, Signatures: []string{""},
 		Calldatas:   []string{"0xa9059cbb000000000000000000000000e2388f22cf5e328c197d6530663809cc0f2e3b70"},
-		Description: "# Fund the grants program\n\nSends 1M UNI.", VoteStart: 19876000, VoteEnd: 19926400, State: core.ProposalPending,
+		Description: "# Fund the grants program\n\nSends 1M UNI.", VoteStart: 19876000, VoteEnd: 19926400, Clock: core.ClockBlockNumber,
+		State: core.ProposalActive, Quorum: &quorum, QuorumReached: true,
 		ForVotes: "2500000000000000000000000", AgainstVotes: "7", AbstainVotes: "0",
 		CreatedBlock: 19875990, CreatedTx: hexHash(0xa1), CreatedAt: at, UpdatedBlock: 19876050, UpdatedAt: at.Add(10 * time.Minute)}
 	p2 := core.Proposal{DAO: "healthy", ChainID: 1, ProposalID: "2", Proposer: "0x6f3E6272A167e8AcCb32072d08E0957F9c79223d",
 		Targets: []string{"0x408ED6354d4973f66138C91495F2f2FCbd8724C3", "0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984"},
 		Values:  []string{"1000000000000000000", "0"}, Signatures: []string{"", ""}, Calldatas: []string{"0x", "0x"},
-		Description: "Upgrade", VoteStart: 19875000, VoteEnd: 19875900, State: core.ProposalQueued,
+		Description: "Upgrade", VoteStart: 19875000, VoteEnd: 19875900, Clock: core.ClockBlockNumber, State: core.ProposalQueued,
+		Quorum: &quorum, QuorumReached: true,
 		ForVotes: "40000000000000000000000000", AgainstVotes: "0", AbstainVotes: "1", ETA: 1764237600,
 		CreatedBlock: 19874000, CreatedTx: hexHash(0xa2), CreatedAt: at.Add(time.Minute), UpdatedBlock: 19876000, UpdatedAt: at.Add(time.Hour)}
 	vote := func(i byte, voter string, support uint8, weight, params string) core.Vote {
@@ -475,7 +478,11 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 			{name: "proposals limit 0", method: "GET", path: proposals + "?limit=0", status: 422, req: reqInvalid},
 			{name: "proposals limit 501", method: "GET", path: proposals + "?limit=501", status: 422, req: reqInvalid},
 			{name: "proposals before word", method: "GET", path: proposals + "?before=x", status: 422, req: reqInvalid},
-			{name: "proposals bad state", method: "GET", path: proposals + "?state=active", status: 422, req: reqInvalid},
+			{name: "active proposals", method: "GET", path: proposals + "?state=active", status: 200, check: wantItems("items", 1)},
+			{name: "proposals bad state", method: "GET", path: proposals + "?state=created", status: 422, req: reqInvalid},
+			{name: "every DAO's active proposals", method: "GET", path: "/proposals?state=active", status: 200, check: wantItems("items", 1)},
+			{name: "every DAO's proposals", method: "GET", path: "/proposals?limit=1", status: 200, check: wantItems("items", 1)},
+			{name: "every DAO's proposals bad state", method: "GET", path: "/proposals?state=open", status: 422, req: reqInvalid},
 			{name: "POST proposals", method: "POST", path: proposals, status: 405},
 			{name: "proposal", method: "GET", path: one, status: 200, check: wantItems("votes.items", 3)},
 			{name: "proposal votes first page", method: "GET", path: one + "?limit=2", status: 200, check: wantItems("votes.items", 2)},
@@ -521,6 +528,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		failing := newSpecTarget(t, brokenAPI, brokenHooks)
 		for _, c := range []specCase{
 			{name: "proposals on a failing store", method: "GET", path: proposals, status: 500},
+			{name: "every DAO's proposals on a failing store", method: "GET", path: "/proposals", status: 500},
 			{name: "proposal on a failing store", method: "GET", path: one, status: 500},
 			{name: "register on a failing store", on: onWebhooks, method: "POST", path: "/webhooks", header: jsonType, body: body(hook), status: 500},
 			{name: "deactivate on a failing store", on: onWebhooks, method: "DELETE", path: "/webhooks", header: jsonType, body: body(hook), status: 500},

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -18,9 +19,8 @@ type ProposalReader interface {
 	ListVotes(ctx context.Context, dao, proposalID string, p core.Page) ([]core.Vote, int64, error)
 }
 
-
-// ProposalRoutes returns GET /{dao}/proposals and GET /{dao}/proposals/{id}
-// for APIConfig.Routes.
+// ProposalRoutes returns GET /proposals (every DAO's), GET /{dao}/proposals
+// and GET /{dao}/proposals/{id} for APIConfig.Routes.
 func ProposalRoutes(r ProposalReader, daos []core.DAO, log *slog.Logger) func(e *gin.Engine) {
 	known := map[string]bool{}
 	for _, d := range daos {
@@ -34,28 +34,32 @@ func ProposalRoutes(r ProposalReader, daos []core.DAO, log *slog.Logger) func(e 
 		}
 		return slug, true
 	}
+	list := func(c *gin.Context, slug string) {
+		p, err := pageOf(c)
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		state := c.Query("state")
+		if state != "" && !core.ValidProposalState(state) {
+			writeError(c, log, core.Errorf(core.ECodeInvalidRequest, "state must be one of %s", strings.Join(core.ProposalStates, ", ")))
+			return
+		}
+		items, next, err := r.ListProposals(c.Request.Context(), slug, state, p)
+		if err != nil {
+			writeError(c, log, err)
+			return
+		}
+		c.JSON(http.StatusOK, listBody(items, next))
+	}
 	return func(e *gin.Engine) {
+		// Every DAO's proposals, newest first: ?state=active answers
+		// "what is being voted on now" in one call.
+		e.GET("/proposals", func(c *gin.Context) { list(c, "") })
 		e.GET("/:dao/proposals", func(c *gin.Context) {
-			slug, ok := dao(c)
-			if !ok {
-				return
+			if slug, ok := dao(c); ok {
+				list(c, slug)
 			}
-			p, err := pageOf(c)
-			if err != nil {
-				writeError(c, log, err)
-				return
-			}
-			state := c.Query("state")
-			if state != "" && !core.ValidProposalState(state) {
-				writeError(c, log, core.Errorf(core.ECodeInvalidRequest, "state must be one of pending, active, canceled, defeated, succeeded, queued, expired, executed"))
-				return
-			}
-			items, next, err := r.ListProposals(c.Request.Context(), slug, state, p)
-			if err != nil {
-				writeError(c, log, err)
-				return
-			}
-			c.JSON(http.StatusOK, listBody(items, next))
 		})
 		e.GET("/:dao/proposals/:id", func(c *gin.Context) {
 			slug, ok := dao(c)

@@ -110,13 +110,6 @@ type proposalEndingSoonData struct {
 	SecondsPerBlock float64 `json:"secondsPerBlock,omitempty"`
 }
 
-// Title returns the first line of a proposal's description without its
-// markdown heading marks, as governance front ends show it.
-func Title(description string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(description), "\n")
-	return strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(line), "#"))
-}
-
 // implied records what an event proves about the time-driven states before
 // it: a vote that the proposal was active, a queue or an execution that it
 // succeeded.
@@ -351,7 +344,7 @@ func (b *builder) finish() error {
 		id, _ := new(big.Int).SetString(p.ProposalID, 10)
 		base := proposalStateData{
 			ChainID: b.r.chainID, Governor: b.d.governorHex, ProposalID: p.ProposalID,
-			BlockNumber: n.block, BlockHash: n.blockHash, State: p.State, Title: Title(p.Description),
+			BlockNumber: n.block, BlockHash: n.blockHash, State: p.State, Title: core.ProposalTitle(p.Description),
 			Proposer: p.Proposer, Clock: p.Clock,
 			VoteStart: strconv.FormatUint(p.VoteStart, 10), VoteEnd: strconv.FormatUint(p.VoteEnd, 10),
 			ForVotes: p.ForVotes, AgainstVotes: p.AgainstVotes, AbstainVotes: p.AbstainVotes,
@@ -392,4 +385,3 @@ func (b *builder) finish() error {
 	}
 	return nil
 }
-

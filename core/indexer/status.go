@@ -58,7 +58,7 @@ type DAOStatus struct {
 	// webhooks (0: every block); earlier history is stored, not pushed.
 	NotifyFromBlock uint64    `json:"notifyFromBlock"`
 	LastError       string    `json:"lastError,omitempty"`
-	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
+	LastErrorAt     time.Time `json:"lastErrorAt,omitzero"`
 }
 
 // Backfill is how far a catch-up has come: blocks done of the total, the

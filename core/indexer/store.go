@@ -26,7 +26,6 @@ type (
 	Batch = core.IndexBatch
 )
 
-
 // ErrCursorMoved is returned (wrapped) by Store.ApplyBatch when the stored
 // cursor is not Batch.Prev: another indexer moved it.
 var ErrCursorMoved = core.ErrCursorMoved

@@ -208,7 +208,8 @@ func (s *Store) Proposal(ctx context.Context, dao, id string) (core.Proposal, bo
 
 func (r proposalRow) domain() (core.Proposal, error) {
 	p := core.Proposal{
-		DAO: r.DAO, ChainID: r.ChainID, ProposalID: r.ProposalID, Proposer: r.Proposer, Description: r.Description,
+		DAO: r.DAO, ChainID: r.ChainID, ProposalID: r.ProposalID, Proposer: r.Proposer,
+		Title: core.ProposalTitle(r.Description), Description: r.Description,
 		VoteStart: r.VoteStart, VoteEnd: r.VoteEnd, Clock: r.Clock, State: r.State, Quorum: r.Quorum,
 		QuorumReached: r.QuorumReached, Milestones: r.Milestones, ForVotes: r.ForVotes, AgainstVotes: r.AgainstVotes,
 		AbstainVotes: r.AbstainVotes, ETA: r.ETA, CreatedBlock: r.CreatedBlock, CreatedTx: r.CreatedTx,
