@@ -190,3 +190,18 @@ const (
 // ErrCursorMoved is returned (wrapped) when an index batch was built on a
 // cursor that another indexer has since moved.
 var ErrCursorMoved = Errorf(ECodeConflict, "cursor moved by another indexer")
+
+// Backfill is how far an indexer's catch-up of a DAO has come: blocks done
+// of the total, the rate over the catch-up so far, and the time left at
+// that rate. Health reports it while a DAO backfills.
+type Backfill struct {
+	FromBlock       uint64  `json:"fromBlock"`
+	ToBlock         uint64  `json:"toBlock"`
+	BlocksDone      uint64  `json:"blocksDone"`
+	BlocksTotal     uint64  `json:"blocksTotal"`
+	Events          uint64  `json:"events"`
+	EventsPerSecond float64 `json:"eventsPerSecond"`
+	BlocksPerSecond float64 `json:"blocksPerSecond"`
+	// ETASeconds is the estimated time left, -1 until there is a rate.
+	ETASeconds float64 `json:"etaSeconds"`
+}

@@ -169,6 +169,8 @@ type IndexerStatus struct {
 	State                string
 	CaughtUp             bool
 	Leader               bool
+	Backfill             *core.Backfill
+	NotifyFromBlock      uint64
 	LastError            string
 	LastErrorAt          time.Time
 }
@@ -221,17 +223,22 @@ type ChainHeadCheck struct {
 
 // IndexerCheck reports how fresh the DAO's index is.
 type IndexerCheck struct {
-	Status           Status          `json:"status"`
-	State            string          `json:"state"`
-	LastIndexedBlock uint64          `json:"lastIndexedBlock"`
-	ConfirmedHead    uint64          `json:"confirmedHead"`
-	LagBlocks        uint64          `json:"lagBlocks"`
-	LagSeconds       float64         `json:"lagSeconds"`
-	LastIndexedAt    time.Time       `json:"lastIndexedAt,omitzero"`
-	Leader           bool            `json:"leader"`
-	LastError        string          `json:"lastError,omitempty"`
-	Thresholds       ThresholdValues `json:"thresholds"`
-	Output           string          `json:"output,omitempty"`
+	Status           Status    `json:"status"`
+	State            string    `json:"state"`
+	LastIndexedBlock uint64    `json:"lastIndexedBlock"`
+	ConfirmedHead    uint64    `json:"confirmedHead"`
+	LagBlocks        uint64    `json:"lagBlocks"`
+	LagSeconds       float64   `json:"lagSeconds"`
+	LastIndexedAt    time.Time `json:"lastIndexedAt,omitzero"`
+	Leader           bool      `json:"leader"`
+	// Backfill is the progress of a catch-up from far behind; absent at the head.
+	Backfill *core.Backfill `json:"backfill,omitempty"`
+	// NotifyFromBlock is the first block whose changes are pushed to
+	// webhooks (0: all); history below it is served, not pushed.
+	NotifyFromBlock uint64          `json:"notifyFromBlock"`
+	LastError       string          `json:"lastError,omitempty"`
+	Thresholds      ThresholdValues `json:"thresholds"`
+	Output          string          `json:"output,omitempty"`
 }
 
 // ThresholdValues are the thresholds in force, in JSON-friendly units.
@@ -508,6 +515,7 @@ func (m *Monitor) indexerCheck(st IndexerStatus, found bool, now time.Time) Inde
 	c.LastIndexedBlock, c.ConfirmedHead = st.LastIndexedBlock, st.ConfirmedHead
 	c.LagBlocks, c.LagSeconds = st.LagBlocks, st.LagSeconds
 	c.LastIndexedAt, c.Leader, c.LastError = st.LastIndexedAt, st.Leader, st.LastError
+	c.Backfill, c.NotifyFromBlock = st.Backfill, st.NotifyFromBlock
 	c.State = m.classify(st, now)
 	switch c.State {
 	case StateStalled:
@@ -519,6 +527,13 @@ func (m *Monitor) indexerCheck(st IndexerStatus, found bool, now time.Time) Inde
 		c.Status, c.Output = Warn, fmt.Sprintf("lagging %d blocks behind", st.LagBlocks)
 	case StateSyncing:
 		c.Status, c.Output = Warn, fmt.Sprintf("syncing, %d blocks to go", st.LagBlocks)
+		if b := st.Backfill; b != nil && b.BlocksTotal > 0 {
+			c.Output = fmt.Sprintf("backfilling: %d of %d blocks (%.0f%%), %.0f events/s", b.BlocksDone, b.BlocksTotal,
+				100*float64(b.BlocksDone)/float64(b.BlocksTotal), b.EventsPerSecond)
+			if b.ETASeconds >= 0 {
+				c.Output += fmt.Sprintf(", about %s left", (time.Duration(b.ETASeconds) * time.Second).Round(time.Second))
+			}
+		}
 	default:
 		c.Status = Pass
 	}

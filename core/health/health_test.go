@@ -331,6 +331,10 @@ func (s *cursorStore) Proposal(context.Context, string, string) (indexer.Proposa
 	return indexer.Proposal{}, false, nil
 }
 
+func (s *cursorStore) OpenProposals(context.Context, string) ([]indexer.Proposal, error) {
+	return nil, nil
+}
+
 func (s *cursorStore) ApplyBatch(_ context.Context, b indexer.Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -7,6 +7,8 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/govgate/govgate/core"
 )
 
 // Indexing states of a DAO.
@@ -61,19 +63,8 @@ type DAOStatus struct {
 	LastErrorAt     time.Time `json:"lastErrorAt,omitzero"`
 }
 
-// Backfill is how far a catch-up has come: blocks done of the total, the
-// indexing rate over the catch-up so far, and the time left at that rate.
-type Backfill struct {
-	FromBlock       uint64  `json:"fromBlock"`
-	ToBlock         uint64  `json:"toBlock"`
-	BlocksDone      uint64  `json:"blocksDone"`
-	BlocksTotal     uint64  `json:"blocksTotal"`
-	Events          uint64  `json:"events"`
-	EventsPerSecond float64 `json:"eventsPerSecond"`
-	BlocksPerSecond float64 `json:"blocksPerSecond"`
-	// ETASeconds is the estimated time left, -1 until there is a rate.
-	ETASeconds float64 `json:"etaSeconds"`
-}
+// Backfill is how far a catch-up has come (core.Backfill).
+type Backfill = core.Backfill
 
 // Status returns the status of a DAO of this runner.
 func (r *Runner) Status(daoSlug string) (DAOStatus, bool) {
