@@ -1,6 +1,8 @@
 package core_test
 
 import (
+	"encoding/json"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -31,9 +33,13 @@ var allowed = map[string][]string{
 	// The configuration embeds the adapters' own config structs.
 	"core/config": {"core", "core/chain", "core/health", "core/indexer"},
 	// The admin page is a client of the admin API.
-	"web":          {"core", "core/httpapi"},
-	"sdk/receiver": {},
-	"sdk/abi":      {},
+	"web": {"core", "core/httpapi"},
+	// The sdk module: standard library only (TestSDKIsStandardLibraryOnly).
+	"sdk":                {"sdk/abi", "sdk/internal/guest"},
+	"sdk/abi":            {},
+	"sdk/internal/guest": {"sdk/abi"},
+	"sdk/plugintest":     {"sdk", "sdk/abi", "sdk/internal/guest"},
+	"sdk/receiver":       {},
 }
 
 type pkg struct {
@@ -92,6 +98,48 @@ func TestEveryPackageHasADocComment(t *testing.T) {
 	for _, p := range list(t, "../...") {
 		if p.doc == "" {
 			t.Errorf("package %s has no package doc comment", p.path)
+		}
+	}
+}
+
+// TestSDKIsStandardLibraryOnly checks that the sdk, which every plugin's
+// go.mod requires, is a module that requires nothing and whose packages,
+// tests included, import only the standard library and the sdk itself, on
+// the host and for wasip1: a plugin's build list is the sdk module alone.
+func TestSDKIsStandardLibraryOnly(t *testing.T) {
+	out, err := exec.Command("go", "mod", "edit", "-json", "../sdk/go.mod").Output()
+	if err != nil {
+		t.Fatalf("go mod edit: %v", err)
+	}
+	var mod struct {
+		Module  struct{ Path string }
+		Require []struct{ Path string }
+	}
+	if err := json.Unmarshal(out, &mod); err != nil {
+		t.Fatal(err)
+	}
+	if mod.Module.Path != module+"sdk" {
+		t.Errorf("sdk/go.mod is module %q, want %q", mod.Module.Path, module+"sdk")
+	}
+	for _, r := range mod.Require {
+		t.Errorf("sdk/go.mod requires %s: the sdk must use the standard library only", r.Path)
+	}
+	for _, env := range [][]string{nil, {"GOOS=wasip1", "GOARCH=wasm"}} {
+		cmd := exec.Command("go", "list", "-deps", "-test", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "./...")
+		cmd.Dir = "../sdk"
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		for _, p := range strings.Fields(string(out)) {
+			if strings.HasPrefix(p, "[") {
+				continue // the package a test variant is built for
+			}
+			p = strings.TrimSuffix(strings.TrimSuffix(p, ".test"), "_test")
+			if p != module+"sdk" && !strings.HasPrefix(p, module+"sdk/") {
+				t.Errorf("%v: the sdk imports %s", env, p)
+			}
 		}
 	}
 }

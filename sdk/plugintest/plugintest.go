@@ -6,6 +6,12 @@
 // two runs disagree. The wasm build is made with the go toolchain, once per
 // test binary.
 //
+// The package, like the SDK, uses the standard library only: the wasm half
+// runs in a govgate process ("govgate plugin serve", see EnvCommand), so a
+// plugin's go.mod requires the SDK module and nothing else. Without a
+// govgate command the wasm half is skipped with a message (under CI=true it
+// fails).
+//
 //	func TestPlugin(t *testing.T) {
 //		plugintest.Run(t, plugintest.Case{
 //			Name:   "other DAO",
@@ -24,20 +30,15 @@ package plugintest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/govgate/govgate/core/wasmhost"
 	"github.com/govgate/govgate/sdk"
 	"github.com/govgate/govgate/sdk/abi"
 	"github.com/govgate/govgate/sdk/internal/guest"
@@ -108,16 +109,16 @@ func RunDir(t *testing.T, dir string, cases ...Case) {
 		}
 	}
 
-	h := newHost(t)
-	info, err := h.Load(context.Background(), Build(t, dir))
-	if err != nil {
-		t.Fatalf("wasm: %v", err)
+	h := startHost(t, Build(t, dir))
+	if h == nil {
+		return
 	}
+	info := h.info
 	if info.Name != meta.Name || info.Version != meta.Version || strings.Join(info.Hooks, ",") != hookList(meta.Hooks) {
 		t.Errorf("wasm: loaded %s %s %v, natively %s %s %v", info.Name, info.Version, info.Hooks, meta.Name, meta.Version, meta.Hooks)
 	}
 	wasmCall := func(hook abi.Hook, in abi.Input) ([]abi.Result, error) {
-		res, logs, err := h.Call(context.Background(), info.Name, hook, in)
+		res, logs, err := h.call(hook, in)
 		for _, l := range logs {
 			t.Logf("wasm plugin log: %s", l)
 		}
@@ -408,11 +409,11 @@ func callNative(hook abi.Hook, n sdk.Notification, body []byte, cfg any) (abi.Re
 // checks those with a Want.
 func CheckWasm(t *testing.T, wasm []byte, cases ...Case) {
 	t.Helper()
-	h := newHost(t)
-	info, err := h.Load(context.Background(), wasm)
-	if err != nil {
-		t.Fatal(err)
+	h := startHost(t, wasm)
+	if h == nil {
+		return
 	}
+	info := h.info
 	meta := abi.Meta{Name: info.Name}
 	for _, hk := range info.Hooks {
 		meta.Hooks = append(meta.Hooks, abi.Hook(hk))
@@ -422,7 +423,7 @@ func CheckWasm(t *testing.T, wasm []byte, cases ...Case) {
 		t.Fatal(err)
 	}
 	call := func(hook abi.Hook, in abi.Input) ([]abi.Result, error) {
-		res, _, err := h.Call(context.Background(), info.Name, hook, in)
+		res, _, err := h.call(hook, in)
 		return res, err
 	}
 	for _, in := range all {
@@ -436,33 +437,6 @@ func CheckWasm(t *testing.T, wasm []byte, cases ...Case) {
 		}
 	}
 	checkBatch(t, meta.Hooks, all, call)
-}
-
-var (
-	cacheOnce sync.Once
-	cacheDir  string
-)
-
-func newHost(t *testing.T) *wasmhost.Host {
-	t.Helper()
-	cacheOnce.Do(func() {
-		// Shared by the test binaries of one machine: compiling a Go
-		// plugin takes a second, loading it from the cache a tenth.
-		cacheDir = filepath.Join(os.TempDir(), "govgate-plugintest-cache")
-	})
-	h, err := wasmhost.New(context.Background(), wasmhost.Config{
-		CacheDir: cacheDir,
-		// Generous: go test may run on a busy machine, and this suite
-		// checks answers, not speed.
-		CallTimeout: 10 * time.Second,
-		PoolSize:    1,
-		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close(context.Background()) })
-	return h
 }
 
 var (
