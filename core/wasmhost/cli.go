@@ -18,6 +18,8 @@ import (
 const cliUsage = `usage:
   govgate plugin run PLUGIN.wasm --input NOTIFICATION.json [--config JSON] [--body FILE] [--timeout 250ms]
   govgate plugin test PLUGIN.wasm
+  govgate plugin new NAME [--lang go|assemblyscript] [--dir DIR] [--sdk SDK_DIR]
+  govgate plugin serve PLUGIN.wasm
 `
 
 // RunCLI runs the plugin subcommands of the govgate command; args starts
@@ -29,6 +31,12 @@ const cliUsage = `usage:
 //	    output body.
 //	test PLUGIN.wasm [--cache-dir DIR]
 //	    runs the plugin's own samples and prints each result.
+//	new NAME [--lang go|assemblyscript] [--dir DIR] [--sdk SDK_DIR]
+//	    writes the skeleton of a plugin, with samples that pass, into
+//	    DIR/NAME; --sdk points it at a local checkout's sdk directory.
+//	serve PLUGIN.wasm [--cache-dir DIR] [--timeout D]
+//	    loads the plugin and answers calls on standard input, one JSON
+//	    value a line: the protocol sdk/plugintest speaks (serve.go).
 //
 // It returns the exit status: 0 on success, 1 when the plugin fails or a
 // sample does not pass, 2 on a usage error.
@@ -42,6 +50,10 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cliRun(ctx, args[1:], stdout, stderr)
 	case "test":
 		return cliTest(ctx, args[1:], stdout, stderr)
+	case "new":
+		return cliNew(args[1:], stdout, stderr)
+	case "serve":
+		return cliServe(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, cliUsage)
 		return 0
