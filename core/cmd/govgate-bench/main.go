@@ -27,6 +27,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/config"
 	"github.com/govgate/govgate/core/delivery"
@@ -39,6 +43,7 @@ import (
 	"github.com/govgate/govgate/core/signing"
 	"github.com/govgate/govgate/core/ssrf"
 	"github.com/govgate/govgate/core/store"
+	"github.com/govgate/govgate/core/tracing"
 	"github.com/govgate/govgate/core/wasmhost"
 	"github.com/govgate/govgate/sdk/receiver"
 )
@@ -53,7 +58,7 @@ var (
 	cpuProfile    = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memProfile    = flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
 	rounds        = flag.Int("rounds", 3, "rounds of each ratio figure; each round measures the baseline and the subject back to back, and the medians are reported")
-	only          = flag.String("only", "", "run only these parts, comma-separated: ceiling, sqlite, postgres, latency, fanout, plugins, health")
+	only          = flag.String("only", "", "run only these parts, comma-separated: ceiling, sqlite, postgres, latency, fanout, plugins, otel, health")
 )
 
 func main() {
@@ -250,6 +255,36 @@ func run(ctx context.Context) error {
 		report("delivery_per_s_postgres_plugins", "%.0f", median(chains))
 		report("plugin_chain_ratio", "%.2f", median(ratios))
 	}
+	if want("otel") {
+		// The same PostgreSQL run with tracing on, every notification
+		// sampled, spans batched and exported over OTLP/HTTP to a loopback
+		// collector, against a run with tracing off made right before it.
+		var offs, ons, ratios, spans []float64
+		for r := 0; r < *rounds; r++ {
+			offURL, err := newDB(fmt.Sprintf("bench_otel_off_%d", r))
+			if err != nil {
+				return err
+			}
+			off, err := throughput(ctx, offURL, client, rcv, nil)
+			if err != nil {
+				return err
+			}
+			onURL, err := newDB(fmt.Sprintf("bench_otel_on_%d", r))
+			if err != nil {
+				return err
+			}
+			on, exported, err := tracedThroughput(ctx, onURL, client, rcv)
+			if err != nil {
+				return fmt.Errorf("traced run: %w", err)
+			}
+			offs, ons, ratios, spans = append(offs, off), append(ons, on), append(ratios, on/off), append(spans, float64(exported))
+		}
+		report("delivery_per_s_postgres_otel_off", "%.0f", median(offs))
+		report("delivery_per_s_postgres_otel_on", "%.0f", median(ons))
+		report("otel_spans_exported", "%.0f", median(spans))
+		report("otel_ratio", "%.2f", median(ratios))
+		fmt.Fprintf(os.Stderr, "otel rounds: off %.0f, on %.0f, ratio %.2f per round\n", offs, ons, ratios)
+	}
 	if want("health") {
 		hr, err := healthRatio(ctx, tmp)
 		if err != nil {
@@ -390,7 +425,7 @@ type withPlugins func(ctx context.Context, st *store.Store) (delivery.Transforme
 
 func startPipeline(ctx context.Context, dbURL string, client *http.Client, rcv *benchReceiver, hooks int, plugins withPlugins) (*pipeline, error) {
 	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
-	st, err := store.Open(ctx, dbURL, box, store.Options{MaxOpenConns: 40})
+	st, err := store.Open(ctx, dbURL, box, store.Options{MaxOpenConns: 40, Tracer: notificationTracer()})
 	if err != nil {
 		return nil, err
 	}
@@ -408,7 +443,7 @@ func startPipeline(ctx context.Context, dbURL string, client *http.Client, rcv *
 	d, err := delivery.New(delivery.Config{
 		Queue: st, Client: client, Transformer: tr, UserAgent: "govgate-bench", Timeout: 10 * time.Second, Workers: *workers,
 		PerWebhookConcurrency: 8, Schedule: []time.Duration{time.Second}, Lease: time.Minute, BatchSize: *batchSize, PollInterval: 50 * time.Millisecond,
-		Backlog: *backlog,
+		Backlog: *backlog, Tracer: deliveryTracer(),
 	})
 	if err != nil {
 		return nil, err
@@ -634,6 +669,83 @@ type transformer struct{ mgr *pluginmgr.Manager }
 func (t transformer) Transform(ctx context.Context, j core.Job) (delivery.TransformResult, error) {
 	out, err := t.mgr.Apply(ctx, j.Notification, j.Body, j.WebhookID)
 	return delivery.TransformResult{Keep: out.Keep, Body: out.Body, ContentType: out.ContentType, Trace: out.Trace, DropReason: out.DropReason}, err
+}
+
+// traced is the trace pipeline of the otel part's traced runs; nil
+// everywhere else.
+var traced *tracing.Tracing
+
+func notificationTracer() store.NotificationTracer {
+	if traced == nil {
+		return nil
+	}
+	return traced
+}
+
+func deliveryTracer() trace.Tracer {
+	if traced == nil {
+		return nil
+	}
+	return traced.Tracer()
+}
+
+// tracedThroughput is throughput with tracing on at full sampling,
+// exporting to a loopback OTLP/HTTP collector that keeps the requests and
+// decodes them only after the clock stops (a real collector runs in another
+// process). It returns the spans the collector got, all flushed.
+func tracedThroughput(ctx context.Context, dbURL string, client *http.Client, rcv *benchReceiver) (rate float64, spans int, err error) {
+	var (
+		mu     sync.Mutex
+		bodies [][]byte
+	)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, 0, err
+	}
+	collector := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		mu.Lock()
+		bodies = append(bodies, b)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	})}
+	go collector.Serve(l)
+	defer collector.Close()
+	for k, v := range map[string]string{
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://" + l.Addr().String() + "/v1/traces",
+		"OTEL_TRACES_SAMPLER":                "always_on",
+		// Room for a whole run's spans: a full queue drops spans, which
+		// would make tracing look cheaper than it is.
+		"OTEL_BSP_MAX_QUEUE_SIZE": strconv.Itoa(2 * (*webhooks**notifications + *notifications)),
+	} {
+		os.Setenv(k, v)
+		defer os.Unsetenv(k)
+	}
+	if traced, err = tracing.Start(ctx, tracing.Config{ServiceVersion: "bench"}); err != nil {
+		return 0, 0, err
+	}
+	defer func() { traced = nil }()
+	rate, err = throughput(ctx, dbURL, client, rcv, nil)
+	if err := traced.Shutdown(ctx); err != nil {
+		return 0, 0, err
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, b := range bodies {
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(b, &req); err != nil {
+			return 0, 0, fmt.Errorf("collector: %w", err)
+		}
+		for _, rs := range req.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				spans += len(ss.GetSpans())
+			}
+		}
+	}
+	return rate, spans, nil
 }
 
 // healthRatio compares GET /{dao}/health with a static route of the same
