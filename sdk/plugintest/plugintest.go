@@ -471,3 +471,44 @@ func Build(tb testing.TB, dir string) []byte {
 	builds[abs] = b
 	return b
 }
+
+// Compare checks that two plugins given as wasm binaries, written in any
+// languages, answer every case alike, drop reasons included: the same
+// behaviour ported from one language to another. Error messages are left
+// out, as each language words its own; that both fail is compared. The
+// plugins must have the same hooks; names and samples may differ.
+func Compare(t *testing.T, a, b []byte, cases ...Case) {
+	t.Helper()
+	ha, hb := startHost(t, a), startHost(t, b)
+	if ha == nil || hb == nil {
+		return
+	}
+	if hookList := strings.Join(ha.info.Hooks, ","); hookList != strings.Join(hb.info.Hooks, ",") {
+		t.Fatalf("%s has hooks %s, %s has %v", ha.info.Name, hookList, hb.info.Name, hb.info.Hooks)
+	}
+	all, err := inputs(abi.Meta{}, cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range all {
+		for _, hook := range ha.info.Hooks {
+			ra, _, erra := ha.call(abi.Hook(hook), in.abi(nil))
+			rb, _, errb := hb.call(abi.Hook(hook), in.abi(nil))
+			if d := diff(withoutErrors(ra), erra, withoutErrors(rb), errb); d != "" {
+				t.Errorf("%s, %s: %s and %s disagree: %s", in.name, hook, ha.info.Name, hb.info.Name, d)
+			}
+		}
+	}
+}
+
+// withoutErrors blanks the messages of error results.
+func withoutErrors(rs []abi.Result) []abi.Result {
+	out := make([]abi.Result, len(rs))
+	for i, r := range rs {
+		if r.Status == abi.StatusError {
+			r.Message = ""
+		}
+		out[i] = r
+	}
+	return out
+}
