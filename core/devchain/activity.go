@@ -20,8 +20,8 @@ func (c *Chain) RunActivity(ctx context.Context, every time.Duration) error {
 	for i := 0; ; i++ {
 		scene := scenes[i%len(scenes)]
 		if err := scene.run(ctx, c, i); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+			if err := ended(ctx); err != nil {
+				return err
 			}
 			return fmt.Errorf("devchain activity %q: %w", scene.name, err)
 		}
@@ -120,6 +120,24 @@ func (c *Chain) proposeAndCancel(ctx context.Context, d *Deployment, round int) 
 	}
 	if s, err := c.State(ctx, p); err != nil || s != 2 {
 		return errors.Join(err, fmt.Errorf("state after cancel is %d, not canceled", s))
+	}
+	return nil
+}
+
+// ended returns why ctx ended, or nil while it runs. Past ctx's deadline it
+// returns context.DeadlineExceeded even before ctx.Err does: Err turns
+// non-nil only once the context's timer has fired and its goroutine has run,
+// which on a loaded machine lags the deadline, while go-ethereum's
+// in-process RPC client (net.Pipe) already fails any call from the deadline
+// on, with a "write pipe: i/o timeout" that does not wrap the context's
+// error. Judged by Err alone, such a failure of a scene cut short by ctx
+// looked like a broken scene.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
 	}
 	return nil
 }

@@ -155,3 +155,24 @@ func TestRunActivity(t *testing.T) {
 		}
 	}
 }
+
+// lateContext is a context caught between its deadline and the firing of its
+// timer: the deadline has passed, but Err is still nil and Done still open.
+type lateContext struct{ context.Context }
+
+func (lateContext) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// TestRunActivityPastDeadline holds RunActivity in the window in which
+// TestRunActivity failed under load ("write pipe: i/o timeout"): the
+// in-process RPC client fails every call once the deadline has passed,
+// before the context says so.
+func TestRunActivityPastDeadline(t *testing.T) {
+	c, err := Start(context.Background(), Options{Accounts: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.RunActivity(lateContext{context.Background()}, time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("activity past its deadline ended with %v", err)
+	}
+}
