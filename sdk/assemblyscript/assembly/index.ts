@@ -80,8 +80,30 @@ export class Notification {
   dao: string = "";
   // occurredAt is RFC 3339 with nanoseconds, UTC; "" when unknown.
   occurredAt: string = "";
+  // The payload is decoded from the input only when a hook reads data.
+  private dataText: string | null = "";
+  private dataPtr: usize = 0;
+  private dataLen: i32 = 0;
+
   // data is the event's payload as JSON text; parse it with parseJSON.
-  data: string = "";
+  get data(): string {
+    let d = this.dataText;
+    if (d === null) {
+      d = String.UTF8.decodeUnsafe(this.dataPtr, this.dataLen);
+      this.dataText = d;
+    }
+    return d;
+  }
+
+  set data(s: string) { this.dataText = s; }
+
+  // dataAt points data at UTF-8 text in the call's input, which stays
+  // allocated until the call returns; the library calls it, plugins do not.
+  dataAt(ptr: usize, len: i32): void {
+    this.dataText = null;
+    this.dataPtr = ptr;
+    this.dataLen = len;
+  }
 
   static of(id: string, type: string, dao: string, occurredAt: string = "", data: string = "{}"): Notification {
     const n = new Notification();
@@ -386,6 +408,11 @@ function call(isFilter: bool, ptr: usize, len: i32): u64 {
   // The input stays referenced from the global while the call reads it.
   const out = answer(isFilter, ptr, len);
   input = null;
+  // Between calls only globals hold memory (the output, the configs), so a
+  // full collection here is safe with the minimal runtime, which has no
+  // shadow stack and collects only when asked: a call costs less than with
+  // the incremental runtime, and memory stays bounded.
+  __collect();
   return out;
 }
 
@@ -405,7 +432,8 @@ function answer(isFilter: bool, ptr: usize, len: i32): u64 {
   n.type = r.string();
   n.dao = r.string();
   n.occurredAt = r.string();
-  n.data = r.string();
+  const dataAt = r.field();
+  n.dataAt(dataAt, r.n);
   const bodyAt = r.field();
   const bodyLen = r.n;
   const contentType = r.string();
