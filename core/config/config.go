@@ -386,7 +386,11 @@ func (c *Config) Validate() error {
 		case !isHexAddress(dao.Governor):
 			return bad(field+".governor", "want a 0x-prefixed 20-byte hex address, got %q", dao.Governor)
 		case !dao.Kind.Valid():
-			return bad(field+".kind", "want oz-governor or governor-bravo, got %q", dao.Kind)
+			return bad(field+".kind", "want oz-governor, governor-bravo or governor-alpha, got %q", dao.Kind)
+		case dao.NotifyHistory && dao.NotifyFromBlock > 0:
+			return bad(field+".notify_from_block", "set notify_from_block or notify_history, not both")
+		case dao.NotifyFromBlock > 0 && dao.NotifyFromBlock < dao.StartBlock:
+			return bad(field+".notify_from_block", "%d is below start_block %d", dao.NotifyFromBlock, dao.StartBlock)
 		}
 		slugs[dao.Slug] = true
 	}

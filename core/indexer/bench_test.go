@@ -67,10 +67,10 @@ func BenchmarkIndex10kVotes(b *testing.B) {
 		}
 		indexTime += time.Since(start)
 		ns := store.allNotifications()
-		if len(ns) != votes+1 {
-			b.Fatalf("%d notifications, want %d", len(ns), votes+1)
+		if got := len(typesOf(ns, dao.Slug)); got < votes+1 {
+			b.Fatalf("%d notifications, want at least %d", got, votes+1)
 		}
-		indexed += len(ns)
+		indexed += len(store.allVotes(dao.Slug)) + 1
 	}
 	b.StopTimer()
 	idx := float64(indexed) / indexTime.Seconds()
