@@ -78,6 +78,15 @@ const (
 	TypeProposalCanceled = "proposal.canceled"
 	TypeProposalExtended = "proposal.extended"
 	TypeTest             = "test"
+
+	// Time-driven types: the chain's clock crossed a proposal's voteStart,
+	// a lead before its voteEnd, its voteEnd, or its ETA plus the
+	// timelock's grace period.
+	TypeProposalActive     = "proposal.active"
+	TypeProposalEndingSoon = "proposal.ending_soon"
+	TypeProposalSucceeded  = "proposal.succeeded"
+	TypeProposalDefeated   = "proposal.defeated"
+	TypeProposalExpired    = "proposal.expired"
 )
 
 // Output is what a transform makes of a delivery.

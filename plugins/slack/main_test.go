@@ -2,11 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/govgate/govgate/plugins/internal/event"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/govgate/govgate/plugins/internal/event"
 	"github.com/govgate/govgate/sdk"
 	"github.com/govgate/govgate/sdk/plugintest"
 )
@@ -57,5 +58,39 @@ func TestVoteMessage(t *testing.T) {
 	}
 	if s := string(out.Body); !strings.Contains(s, `Good for &lt;everyone&gt; &amp; more`) {
 		t.Errorf("reason not escaped: %s", s)
+	}
+}
+
+// TestTimeDrivenMessages words the documented examples of the time-driven
+// notification types.
+func TestTimeDrivenMessages(t *testing.T) {
+	for _, tc := range []struct{ typ, want string }{
+		{sdk.TypeProposalActive, "uniswap: voting is open on Deploy Uniswap v4 on Unichain"},
+		{sdk.TypeProposalEndingSoon, "uniswap: voting on Deploy Uniswap v4 on Unichain ends in about 23 hours"},
+		{sdk.TypeProposalSucceeded, "uniswap: Deploy Uniswap v4 on Unichain passed"},
+		{sdk.TypeProposalDefeated, "uniswap: Deploy Uniswap v4 on Unichain was defeated (quorum not reached)"},
+		{sdk.TypeProposalExpired, "uniswap: Deploy Uniswap v4 on Unichain expired in the timelock before it was executed"},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			raw, err := os.ReadFile("../../docs/schemas/examples/" + tc.typ + ".json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n sdk.Notification
+			if err := json.Unmarshal(raw, &n); err != nil {
+				t.Fatal(err)
+			}
+			out, err := plugintest.Transform(n, nil, Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m message
+			if err := json.Unmarshal(out.Body, &m); err != nil {
+				t.Fatal(err)
+			}
+			if m.Text != tc.want {
+				t.Errorf("text = %q, want %q", m.Text, tc.want)
+			}
+		})
 	}
 }

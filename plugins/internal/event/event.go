@@ -25,7 +25,16 @@ type Data struct {
 	Weight      Text `json:"weight"`
 	Reason      Text `json:"reason"`
 	ETA         Text `json:"eta"`
-	Deadline    Text `json:"deadline"`
+	Deadline    Text `json:"extendedDeadline"`
+	// Time-driven notifications.
+	ForVotes      Text `json:"forVotes"`
+	AgainstVotes  Text `json:"againstVotes"`
+	AbstainVotes  Text `json:"abstainVotes"`
+	Quorum        Text `json:"quorum"`
+	QuorumReached Text `json:"quorumReached"`
+	SecondsLeft   Text `json:"secondsLeft"`
+	EndsAt        Text `json:"endsAt"`
+	Estimated     Text `json:"estimated"`
 }
 
 // Text is a JSON string, number or boolean, kept as text.
@@ -118,6 +127,41 @@ func Describe(n sdk.Notification, o Options) (Message, error) {
 		}
 		add(&m, "ETA", string(d.ETA))
 		add(&m, "New deadline", string(d.Deadline))
+	case sdk.TypeProposalActive:
+		m.Title = "Voting open: " + proposal
+		m.Summary = fmt.Sprintf("%s: voting is open on %s", n.DAO, proposal)
+		m.Color = 0x36C5F0
+		add(&m, "Quorum", FormatUnits(string(d.Quorum), o.WeightDecimals))
+	case sdk.TypeProposalEndingSoon:
+		left := "soon"
+		if secs, ok := new(big.Int).SetString(string(d.SecondsLeft), 10); ok {
+			left = "in " + Duration(secs.Int64())
+			if d.Estimated == "true" {
+				left = "in about " + Duration(secs.Int64())
+			}
+		}
+		m.Title = "Voting ends " + left + ": " + proposal
+		m.Summary = fmt.Sprintf("%s: voting on %s ends %s", n.DAO, proposal, left)
+		m.Color = 0xECB22E
+		tallies(&m, d, o)
+		add(&m, "Ends at", string(d.EndsAt))
+	case sdk.TypeProposalSucceeded, sdk.TypeProposalDefeated:
+		verb, why := "passed", ""
+		m.Color = 0x2EB67D
+		if n.Type == sdk.TypeProposalDefeated {
+			verb, m.Color = "was defeated", 0xE01E5A
+			if d.QuorumReached == "false" {
+				why = " (quorum not reached)"
+			}
+		}
+		m.Title = fmt.Sprintf("Proposal %s: %s", strings.TrimPrefix(verb, "was "), proposal)
+		m.Summary = fmt.Sprintf("%s: %s %s%s", n.DAO, proposal, verb, why)
+		tallies(&m, d, o)
+	case sdk.TypeProposalExpired:
+		m.Title = "Proposal expired: " + proposal
+		m.Summary = fmt.Sprintf("%s: %s expired in the timelock before it was executed", n.DAO, proposal)
+		m.Color = 0x9E9E9E
+		add(&m, "ETA", string(d.ETA))
 	case sdk.TypeTest:
 		m.Title = "Test notification"
 		m.Summary = fmt.Sprintf("Test notification from govgate for %s", n.DAO)
@@ -130,6 +174,36 @@ func Describe(n sdk.Notification, o Options) (Message, error) {
 		add(&m, "Proposal ID", Short(id))
 	}
 	return m, nil
+}
+
+// tallies adds the votes and the quorum of a proposal's data.
+func tallies(m *Message, d Data, o Options) {
+	add(m, "For", FormatUnits(string(d.ForVotes), o.WeightDecimals))
+	add(m, "Against", FormatUnits(string(d.AgainstVotes), o.WeightDecimals))
+	add(m, "Abstain", FormatUnits(string(d.AbstainVotes), o.WeightDecimals))
+	add(m, "Quorum", FormatUnits(string(d.Quorum), o.WeightDecimals))
+}
+
+// Duration words a number of seconds as people say it: "3 days", "5 hours",
+// "12 minutes", "40 seconds".
+func Duration(secs int64) string {
+	unit := func(n int64, name string) string {
+		if n == 1 {
+			return "1 " + name
+		}
+		return fmt.Sprintf("%d %ss", n, name)
+	}
+	switch {
+	case secs >= 2*86400:
+		return unit((secs+43200)/86400, "day")
+	case secs >= 2*3600:
+		return unit((secs+1800)/3600, "hour")
+	case secs >= 2*60:
+		return unit((secs+30)/60, "minute")
+	case secs < 0:
+		secs = 0
+	}
+	return unit(secs, "second")
 }
 
 func add(m *Message, name, value string) {
