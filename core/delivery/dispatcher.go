@@ -535,33 +535,34 @@ func (d *Dispatcher) tracedSend(ctx context.Context, j core.Job) core.AttemptRes
 	if j.TraceParent != "" {
 		ctx = propagation.TraceContext{}.Extract(ctx, traceParent(j.TraceParent))
 	}
-	ctx, span := d.cfg.Tracer.Start(ctx, "delivery.attempt", trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(
-			attribute.String("govgate.notification.id", j.Notification.ID),
-			attribute.Int64("govgate.delivery.id", j.DeliveryID),
-			attribute.Int64("govgate.webhook.id", j.WebhookID),
-			attribute.Int("govgate.delivery.attempt", j.Attempt),
-		))
+	ctx, span := d.cfg.Tracer.Start(ctx, "delivery.attempt", trace.WithSpanKind(trace.SpanKindClient))
 	res := d.send(ctx, j)
-	attrs := []attribute.KeyValue{
+	// One call with every attribute: the span's attribute list is
+	// allocated once, at its final size.
+	attrs := make([]attribute.KeyValue, 0, 9)
+	attrs = append(attrs,
+		attribute.String("govgate.notification.id", j.Notification.ID),
+		attribute.Int64("govgate.delivery.id", j.DeliveryID),
+		attribute.Int64("govgate.webhook.id", j.WebhookID),
+		attribute.Int("govgate.delivery.attempt", j.Attempt),
 		attribute.String("govgate.delivery.outcome", string(res.Outcome)),
 		attribute.Float64("govgate.delivery.latency_ms", float64(res.Duration.Microseconds())/1000),
-	}
+	)
 	if res.StatusCode != 0 {
 		attrs = append(attrs, attribute.Int("http.response.status_code", res.StatusCode))
 	}
 	if !res.NextAttemptAt.IsZero() {
 		attrs = append(attrs, attribute.String("govgate.delivery.next_attempt_at", res.NextAttemptAt.UTC().Format(time.RFC3339Nano)))
 	}
-	span.SetAttributes(attrs...)
 	switch res.Outcome {
 	case core.OutcomeSucceeded:
 		span.SetStatus(codes.Ok, "")
 	case core.OutcomeDropped:
-		span.SetAttributes(attribute.String("govgate.delivery.drop_reason", res.Error))
+		attrs = append(attrs, attribute.String("govgate.delivery.drop_reason", res.Error))
 	default:
 		span.SetStatus(codes.Error, res.Error)
 	}
+	span.SetAttributes(attrs...)
 	span.End()
 	return res
 }
