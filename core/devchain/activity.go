@@ -59,10 +59,11 @@ var scenes = []scene{
 
 // Lifecycle runs one proposal from creation to execution: account 1
 // proposes; account 2 votes against and 3 for, with reasons, then 0 for and
-// 1 abstains without.
-// With late set (OpenZeppelin only), quorum is reached in the last block of
-// voting, which extends the deadline (ProposalExtended), and the abstention
-// carries params (VoteCastWithParams).
+// 1 abstains without (on GovernorAlpha, which takes neither reasons nor
+// abstentions, the same votes without reasons, and 1 does not vote).
+// With late set (OpenZeppelin only), quorum is reached in the last block (or
+// second) of voting, which extends the deadline (ProposalExtended), and the
+// abstention carries params (VoteCastWithParams).
 func (c *Chain) Lifecycle(ctx context.Context, d *Deployment, round int, late bool) error {
 	c.scene.Lock()
 	defer c.scene.Unlock()
@@ -73,24 +74,33 @@ func (c *Chain) Lifecycle(ctx context.Context, d *Deployment, round int, late bo
 	if err := c.OpenVoting(ctx, p); err != nil {
 		return err
 	}
-	if _, err := c.Vote(ctx, p, 2, Against, "not convinced"); err != nil {
+	alpha := d.Kind == core.KindGovernorAlpha
+	reason := func(r string) string {
+		if alpha {
+			return ""
+		}
+		return r
+	}
+	if _, err := c.Vote(ctx, p, 2, Against, reason("not convinced")); err != nil {
 		return err
 	}
-	if late && d.Kind == core.KindOZGovernor {
-		// Quorum in the deadline block: the deadline moves by the extension.
-		if err := c.MineTo(ctx, p.VoteEnd-1); err != nil {
+	late = late && d.Kind == core.KindOZGovernor
+	if late {
+		// Quorum at the deadline: the deadline moves by the extension.
+		if err := c.AdvanceTo(ctx, d, p.VoteEnd-1); err != nil {
 			return err
 		}
 	}
-	if _, err := c.Vote(ctx, p, 3, For, "ship it"); err != nil {
+	if _, err := c.Vote(ctx, p, 3, For, reason("ship it")); err != nil {
 		return err
 	}
 	if _, err := c.Vote(ctx, p, 0, For, ""); err != nil {
 		return err
 	}
-	if late && d.Kind == core.KindOZGovernor {
+	switch {
+	case late:
 		_, err = c.VoteWithParams(ctx, p, 1, Abstain, "abstaining, with params", []byte{0xca, 0xfe})
-	} else {
+	case !alpha:
 		_, err = c.Vote(ctx, p, 1, Abstain, "")
 	}
 	if err != nil {

@@ -12,8 +12,6 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
-
-	"github.com/govgate/govgate/core"
 )
 
 // ballotsPerTx keeps a BatchVoter transaction under the 2^24 gas cap per
@@ -31,10 +29,11 @@ const ballotGas = 80_000
 // of real VoteCast events, for benchmarks. support(i) chooses each vote.
 // It returns the receipts of the relaying transactions.
 func (c *Chain) CastVotesBySig(ctx context.Context, p *Proposal, first, n int, support func(i int) uint8) ([]*types.Receipt, error) {
-	if p.DAO.Kind != core.KindOZGovernor {
-		return nil, errors.New("cast votes by sig: only OpenZeppelin governors take signed ballots")
+	if p.DAO.contract() != "OZGovernor" {
+		// 4.9's Ballot has neither voter nor nonce, and BatchVoter calls 5.x.
+		return nil, errors.New("cast votes by sig: only OpenZeppelin 5.x governors take these signed ballots")
 	}
-	domain := eip712Domain("Govgate Dev Governor", p.DAO.Governor)
+	domain := eip712Domain(p.DAO.govName, p.DAO.Governor)
 	ballotType := crypto.Keccak256Hash([]byte("Ballot(uint256 proposalId,uint8 support,address voter,uint256 nonce)"))
 	words, err := abi.NewType("bytes32", "", nil)
 	if err != nil {

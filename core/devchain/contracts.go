@@ -8,7 +8,6 @@ import (
 	"math/big"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/accounts/abi"
@@ -17,8 +16,6 @@ import (
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
-
-	"github.com/govgate/govgate/core"
 )
 
 //go:embed contracts/artifacts/*.json
@@ -37,8 +34,10 @@ var (
 	artifactsErr  error
 )
 
-// LoadArtifact returns the compiled contract name (GovToken, Timelock,
-// OZGovernor, BravoGovernor, Box, BatchVoter).
+// LoadArtifact returns the compiled contract name (GovToken, TimeGovToken,
+// Timelock, OZGovernor, OZ4Token, OZ4Governor, BravoGovernor, Box,
+// BatchVoter) or one of Uniswap's as published (GovernorAlpha, Uni,
+// UniswapTimelock).
 func LoadArtifact(name string) (*Artifact, error) {
 	artifactsOnce.Do(func() {
 		artifacts = map[string]*Artifact{}
@@ -218,68 +217,3 @@ func (c *Chain) call(ctx context.Context, name string, to common.Address, method
 }
 
 func role(name string) [32]byte { return crypto.Keccak256Hash([]byte(name)) }
-
-// deploy deploys the token, the timelock, both governors, the Box target and
-// the BatchVoter, then gives every account an equal share of the token,
-// self-delegated.
-func (c *Chain) deploy(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	supply := new(big.Int).Mul(big.NewInt(tokenSupply), ether)
-	token, _, err := c.deployLocked(ctx, "GovToken", c.addrs[0], supply)
-	if err != nil {
-		return err
-	}
-	timelock, _, err := c.deployLocked(ctx, "Timelock", big.NewInt(timelockDelay), []common.Address{}, []common.Address{{}}, c.addrs[0])
-	if err != nil {
-		return err
-	}
-	oz, ozBlock, err := c.deployLocked(ctx, "OZGovernor", "Govgate Dev Governor", token, timelock,
-		new(big.Int).SetUint64(votingDelay), uint32(votingPeriod), big.NewInt(quorumPercent), new(big.Int).SetUint64(lateQuorumExtension))
-	if err != nil {
-		return err
-	}
-	for _, r := range []string{"PROPOSER_ROLE", "CANCELLER_ROLE"} {
-		if _, err := c.transactLocked(ctx, 0, "Timelock", timelock, "grantRole", role(r), oz); err != nil {
-			return err
-		}
-	}
-	quorumVotes := new(big.Int).Mul(big.NewInt(tokenSupply*quorumPercent/100), ether)
-	bravo, bravoBlock, err := c.deployLocked(ctx, "BravoGovernor", token,
-		big.NewInt(votingDelay), big.NewInt(votingPeriod), big.NewInt(timelockDelay), quorumVotes)
-	if err != nil {
-		return err
-	}
-	if c.Box, _, err = c.deployLocked(ctx, "Box"); err != nil {
-		return err
-	}
-	if c.batch, _, err = c.deployLocked(ctx, "BatchVoter"); err != nil {
-		return err
-	}
-
-	share := new(big.Int).Div(supply, big.NewInt(int64(len(c.addrs))))
-	for i := 1; i < len(c.addrs); i++ {
-		if _, err := c.send(ctx, 0, "GovToken", token, "transfer", c.addrs[i], share); err != nil {
-			return err
-		}
-	}
-	c.commitLocked()
-	for i := range c.addrs {
-		if _, err := c.send(ctx, i, "GovToken", token, "delegate", c.addrs[i]); err != nil {
-			return err
-		}
-	}
-	c.commitLocked()
-
-	c.OZ = &Deployment{
-		Slug: "dev-oz", Name: "Devchain OpenZeppelin Governor", Kind: core.KindOZGovernor,
-		Governor: oz, Token: token, Timelock: timelock, StartBlock: ozBlock,
-		VotingDelay: votingDelay, VotingPeriod: votingPeriod, TimelockDelay: timelockDelay * time.Second,
-	}
-	c.Bravo = &Deployment{
-		Slug: "dev-bravo", Name: "Devchain Bravo Governor", Kind: core.KindGovernorBravo,
-		Governor: bravo, Token: token, StartBlock: bravoBlock,
-		VotingDelay: votingDelay, VotingPeriod: votingPeriod, TimelockDelay: timelockDelay * time.Second,
-	}
-	return nil
-}

@@ -1,14 +1,19 @@
 // Package devchain runs a real EVM chain in process for development and
 // tests: go-ethereum's simulated backend serving JSON-RPC on 127.0.0.1, with
-// an ERC20Votes token, an OpenZeppelin 5.x Governor behind a
-// TimelockController, and a GovernorBravo-compatible governor already
-// deployed. Its helpers propose, vote, queue, execute and cancel, advance
-// blocks and time, and fork the chain, so that govgate can be exercised
-// against the same contracts and events it meets on mainnet.
+// the governor families that DAOs run already deployed, each with its own
+// voting token: an OpenZeppelin 5.x Governor behind a TimelockController,
+// on a block-number clock and on a timestamp clock; an OpenZeppelin 4.9
+// Governor behind Compound's Timelock; Uniswap's GovernorAlpha as
+// published; and a GovernorBravo-compatible governor. Its helpers propose,
+// vote, queue, execute and cancel on any of them, advance blocks and time,
+// stage proposals in every state (StageAllStates) and fork the chain, so
+// that govgate can be exercised against the same contracts and events it
+// meets on mainnet.
 //
-// The contracts are compiled from contracts/src by contracts/gen.sh; the
-// ABI and bytecode it writes to contracts/artifacts are committed and
-// embedded here.
+// The contracts are compiled from contracts/src, or copied from the npm
+// package in which Uniswap published them, by contracts/gen.sh; the ABI
+// and bytecode it writes to contracts/artifacts are committed and embedded
+// here.
 package devchain
 
 //go:generate bash contracts/gen.sh
@@ -79,10 +84,13 @@ type Chain struct {
 	// nonces asynchronously, so the chain keeps its own count.
 	unsealed map[int]uint64
 
-	OZ    *Deployment // the OpenZeppelin Governor DAO
-	Bravo *Deployment // the GovernorBravo-compatible DAO
-	Box   common.Address
-	batch common.Address // BatchVoter
+	OZ     *Deployment // dev-oz: OpenZeppelin 5.x Governor, TimelockController, block clock
+	Bravo  *Deployment // dev-bravo: the GovernorBravo-compatible DAO
+	OZ4    *Deployment // dev-oz4: OpenZeppelin 4.9 Governor, Compound Timelock (proposals can expire)
+	OZTime *Deployment // dev-oz-time: OpenZeppelin 5.x Governor on a timestamp clock
+	Alpha  *Deployment // dev-alpha: Uniswap's GovernorAlpha, Uni and Timelock as published
+	Box    common.Address
+	batch  common.Address // BatchVoter
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -90,16 +98,26 @@ type Chain struct {
 
 // Deployment is one DAO deployed on the devchain.
 type Deployment struct {
-	Slug       string
-	Name       string
-	Kind       core.GovernorKind
-	Governor   common.Address
-	Token      common.Address
-	Timelock   common.Address // zero for the Bravo-style governor, which times itself
-	StartBlock uint64         // block of the governor's deployment
-	// VotingDelay and VotingPeriod are in blocks; TimelockDelay in seconds.
+	Slug     string
+	Name     string
+	Kind     core.GovernorKind
+	Clock    string // core.ClockBlockNumber or core.ClockTimestamp (ERC-6372)
+	Governor common.Address
+	Token    common.Address
+	// Timelock is the governor's timelock: a TimelockController for the
+	// OpenZeppelin 5.x governors, Compound's Timelock for OpenZeppelin 4.9
+	// and GovernorAlpha; zero for the Bravo-style governor, which times
+	// itself.
+	Timelock   common.Address
+	StartBlock uint64 // block of the governor's deployment
+	// VotingDelay and VotingPeriod are in the governor's clock units: blocks,
+	// or seconds on a timestamp clock. TimelockDelay is the delay between
+	// queueing and execution.
 	VotingDelay, VotingPeriod uint64
 	TimelockDelay             time.Duration
+
+	artifact string // the governor's artifact
+	govName  string // an OpenZeppelin governor's name(), its EIP-712 domain name
 }
 
 // DAO returns the deployment as govgate configures a DAO.
@@ -113,16 +131,6 @@ func (d *Deployment) DAO() core.DAO {
 		StartBlock: d.StartBlock,
 	}
 }
-
-// Governance parameters of the deployed DAOs.
-const (
-	votingDelay         = 1  // blocks
-	votingPeriod        = 10 // blocks
-	lateQuorumExtension = 3  // blocks
-	quorumPercent       = 4  // of the token supply
-	timelockDelay       = 60 // seconds
-	tokenSupply         = 1_000_000
-)
 
 var ether = big.NewInt(params.Ether)
 
@@ -162,7 +170,11 @@ func Start(ctx context.Context, opts Options) (*Chain, error) {
 		c.wg.Add(1)
 		go c.autoMine(opts.BlockTime)
 	}
-	c.log.Info("devchain started", "rpc", c.url, "oz_governor", c.OZ.Governor, "bravo_governor", c.Bravo.Governor)
+	args := []any{"rpc", c.url}
+	for _, d := range c.Deployments() {
+		args = append(args, d.Slug, d.Governor)
+	}
+	c.log.Info("devchain started", args...)
 	return c, nil
 }
 
@@ -356,27 +368,49 @@ func (c *Chain) Head(ctx context.Context) (*types.Header, error) {
 
 // Mine seals n empty blocks.
 func (c *Chain) Mine(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for range n {
-		c.Commit()
+		c.commitLocked()
 	}
 }
 
-// MineTo seals blocks until the head is at least number.
+// MineTo seals blocks until the head is at least number. It holds the
+// chain for the whole run (GovernorAlpha's voting period is 40,320 blocks)
+// and stops early, with ctx's error, when ctx ends.
 func (c *Chain) MineTo(ctx context.Context, number uint64) error {
-	for {
-		n, err := c.client.BlockNumber(ctx)
-		if err != nil {
-			return err
-		}
-		if n >= number {
-			return nil
-		}
-		c.Commit()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, err := c.client.BlockNumber(ctx)
+	if err != nil {
+		return err
 	}
+	for ; n < number; n++ {
+		if n%1024 == 0 {
+			if err := ended(ctx); err != nil {
+				return err
+			}
+		}
+		c.commitLocked()
+	}
+	return nil
 }
 
-// DAOs returns the deployed DAOs as govgate configures them.
-func (c *Chain) DAOs() []core.DAO { return []core.DAO{c.OZ.DAO(), c.Bravo.DAO()} }
+// Deployments returns the five deployed DAOs: dev-oz, dev-bravo, dev-oz4,
+// dev-oz-time and dev-alpha.
+func (c *Chain) Deployments() []*Deployment {
+	return []*Deployment{c.OZ, c.Bravo, c.OZ4, c.OZTime, c.Alpha}
+}
+
+// DAOs returns the deployed DAOs as govgate configures them, in the order
+// of Deployments.
+func (c *Chain) DAOs() []core.DAO {
+	var daos []core.DAO
+	for _, d := range c.Deployments() {
+		daos = append(daos, d.DAO())
+	}
+	return daos
+}
 
 // ChainConfig returns a gateway configuration for this chain: no
 // confirmations (a dev chain does not reorganise unless told to) and short

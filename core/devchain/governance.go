@@ -15,6 +15,8 @@ import (
 )
 
 // Vote types shared by OpenZeppelin's GovernorCountingSimple and GovernorBravo.
+// GovernorAlpha takes a bool: For is true, Against false, and it has no
+// abstention.
 const (
 	Against uint8 = 0
 	For     uint8 = 1
@@ -28,23 +30,40 @@ type Proposal struct {
 	Proposer    int // account index
 	Targets     []common.Address
 	Values      []*big.Int
-	Signatures  []string // Bravo style "store(uint256)"; empty for OpenZeppelin
+	Signatures  []string // Bravo and Alpha style "store(uint256)"; empty for OpenZeppelin
 	Calldatas   [][]byte
 	Description string
-	VoteStart   uint64 // block after which voting opens
-	VoteEnd     uint64 // last block of voting, before any late-quorum extension
-	Receipt     *types.Receipt
+	// VoteStart and VoteEnd are timepoints of the DAO's clock (block
+	// numbers, or Unix seconds on a timestamp clock): voting opens after
+	// VoteStart and closes after VoteEnd, before any late-quorum extension.
+	VoteStart uint64
+	VoteEnd   uint64
+	Receipt   *types.Receipt
+	// Expect is the state (core.ProposalPending, …) that StageAllStates left
+	// the proposal in; empty for proposals made otherwise.
+	Expect string
 }
 
 func (p *Proposal) descriptionHash() common.Hash {
 	return crypto.Keccak256Hash([]byte(p.Description))
 }
 
+// contract is the name of the governor's artifact.
 func (d *Deployment) contract() string {
+	if d.artifact != "" {
+		return d.artifact
+	}
 	if d.Kind == core.KindGovernorBravo {
 		return "BravoGovernor"
 	}
 	return "OZGovernor"
+}
+
+// byID reports whether the governor acts on proposal ids with
+// Bravo-style signatures and calldatas (GovernorBravo, GovernorAlpha)
+// rather than on hashed actions (OpenZeppelin).
+func (d *Deployment) byID() bool {
+	return d.Kind == core.KindGovernorBravo || d.Kind == core.KindGovernorAlpha
 }
 
 // Propose makes account proposer propose to store value in the Box.
@@ -57,34 +76,32 @@ func (c *Chain) Propose(ctx context.Context, d *Deployment, proposer int, descri
 		Values:      []*big.Int{new(big.Int)},
 		Description: description,
 	}
-	if d.Kind == core.KindGovernorBravo {
+	var r *types.Receipt
+	if d.byID() {
 		// Bravo style: a signature plus ABI-encoded arguments.
 		args, err := box.ABI.Methods["store"].Inputs.Pack(new(big.Int).SetUint64(value))
 		if err != nil {
 			return nil, err
 		}
 		p.Signatures, p.Calldatas = []string{"store(uint256)"}, [][]byte{args}
+		if r, err = c.transact(ctx, proposer, d.contract(), d.Governor, "propose", p.Targets, p.Values, p.Signatures, p.Calldatas, description); err != nil {
+			return nil, err
+		}
 	} else {
 		data, err := box.ABI.Pack("store", new(big.Int).SetUint64(value))
 		if err != nil {
 			return nil, err
 		}
 		p.Calldatas = [][]byte{data}
-	}
-	var r *types.Receipt
-	var err error
-	if d.Kind == core.KindGovernorBravo {
-		r, err = c.transact(ctx, proposer, d.contract(), d.Governor, "propose", p.Targets, p.Values, p.Signatures, p.Calldatas, description)
-	} else {
-		r, err = c.transact(ctx, proposer, d.contract(), d.Governor, "propose", p.Targets, p.Values, p.Calldatas, description)
-	}
-	if err != nil {
-		return nil, err
+		if r, err = c.transact(ctx, proposer, d.contract(), d.Governor, "propose", p.Targets, p.Values, p.Calldatas, description); err != nil {
+			return nil, err
+		}
 	}
 	p.Receipt = r
+	// Every family emits ProposalCreated with the same fields, in the same order.
 	ev := mustArtifact(d.contract()).ABI.Events["ProposalCreated"]
 	for _, l := range r.Logs {
-		if len(l.Topics) == 0 || l.Topics[0] != ev.ID {
+		if len(l.Topics) == 0 || l.Topics[0] != ev.ID || l.Address != d.Governor {
 			continue
 		}
 		vals, err := ev.Inputs.Unpack(l.Data)
@@ -99,14 +116,42 @@ func (c *Chain) Propose(ctx context.Context, d *Deployment, proposer int, descri
 	return nil, errors.New("propose: no ProposalCreated event")
 }
 
-// OpenVoting seals blocks until voting on p is open at the head (so that a
-// vote's gas estimate, which runs at the head, passes too).
+// AdvanceTo moves d's clock at the head to at least timepoint: it seals
+// blocks up to that number on a block-number clock, or one block that
+// much later on a timestamp clock.
+func (c *Chain) AdvanceTo(ctx context.Context, d *Deployment, timepoint uint64) error {
+	if d.Clock != core.ClockTimestamp {
+		return c.MineTo(ctx, timepoint)
+	}
+	head, err := c.Head(ctx)
+	if err != nil {
+		return err
+	}
+	if head.Time >= timepoint {
+		return nil
+	}
+	return c.AdjustTime(time.Duration(timepoint-head.Time) * time.Second)
+}
+
+// OpenVoting advances the DAO's clock until voting on p is open at the
+// head (so that a vote's gas estimate, which runs at the head, passes too).
 func (c *Chain) OpenVoting(ctx context.Context, p *Proposal) error {
-	return c.MineTo(ctx, p.VoteStart+1)
+	return c.AdvanceTo(ctx, p.DAO, p.VoteStart+1)
 }
 
 // Vote casts account voter's vote, with a reason when reason is not empty.
+// GovernorAlpha takes neither a reason nor an abstention: asked for one,
+// Vote fails without voting.
 func (c *Chain) Vote(ctx context.Context, p *Proposal, voter int, support uint8, reason string) (*types.Receipt, error) {
+	if p.DAO.Kind == core.KindGovernorAlpha {
+		if support != Against && support != For {
+			return nil, fmt.Errorf("vote: GovernorAlpha takes only for or against, not %d", support)
+		}
+		if reason != "" {
+			return nil, errors.New("vote: GovernorAlpha takes no reason")
+		}
+		return c.transact(ctx, voter, p.DAO.contract(), p.DAO.Governor, "castVote", p.ID, support == For)
+	}
 	if reason == "" {
 		return c.transact(ctx, voter, p.DAO.contract(), p.DAO.Governor, "castVote", p.ID, support)
 	}
@@ -122,33 +167,34 @@ func (c *Chain) VoteWithParams(ctx context.Context, p *Proposal, voter int, supp
 	return c.transact(ctx, voter, p.DAO.contract(), p.DAO.Governor, "castVoteWithReasonAndParams", p.ID, support, reason, params)
 }
 
-// Deadline returns the last block of voting, late-quorum extension included.
+// Deadline returns the last timepoint of voting, late-quorum extension
+// included, in the DAO's clock units.
 func (c *Chain) Deadline(ctx context.Context, p *Proposal) (uint64, error) {
-	if p.DAO.Kind == core.KindGovernorBravo {
+	if p.DAO.byID() {
 		return p.VoteEnd, nil
 	}
-	out, err := c.call(ctx, "OZGovernor", p.DAO.Governor, "proposalDeadline", p.ID)
+	out, err := c.call(ctx, p.DAO.contract(), p.DAO.Governor, "proposalDeadline", p.ID)
 	if err != nil {
 		return 0, err
 	}
 	return out[0].(*big.Int).Uint64(), nil
 }
 
-// CloseVoting seals blocks until voting on p has ended.
+// CloseVoting advances the DAO's clock until voting on p has ended.
 func (c *Chain) CloseVoting(ctx context.Context, p *Proposal) error {
 	end, err := c.Deadline(ctx, p)
 	if err != nil {
 		return err
 	}
-	return c.MineTo(ctx, end+1)
+	return c.AdvanceTo(ctx, p.DAO, end+1)
 }
 
 // Queue queues a succeeded proposal in its timelock.
 func (c *Chain) Queue(ctx context.Context, p *Proposal) (*types.Receipt, error) {
-	if p.DAO.Kind == core.KindGovernorBravo {
-		return c.transact(ctx, p.Proposer, "BravoGovernor", p.DAO.Governor, "queue", p.ID)
+	if p.DAO.byID() {
+		return c.transact(ctx, p.Proposer, p.DAO.contract(), p.DAO.Governor, "queue", p.ID)
 	}
-	return c.transact(ctx, p.Proposer, "OZGovernor", p.DAO.Governor, "queue", p.Targets, p.Values, p.Calldatas, p.descriptionHash())
+	return c.transact(ctx, p.Proposer, p.DAO.contract(), p.DAO.Governor, "queue", p.Targets, p.Values, p.Calldatas, p.descriptionHash())
 }
 
 // Execute moves time past the timelock delay and executes a queued proposal.
@@ -156,24 +202,48 @@ func (c *Chain) Execute(ctx context.Context, p *Proposal) (*types.Receipt, error
 	if err := c.AdjustTime(p.DAO.TimelockDelay + time.Second); err != nil {
 		return nil, fmt.Errorf("execute: %w", err)
 	}
-	if p.DAO.Kind == core.KindGovernorBravo {
-		return c.transact(ctx, p.Proposer, "BravoGovernor", p.DAO.Governor, "execute", p.ID)
+	if p.DAO.byID() {
+		return c.transact(ctx, p.Proposer, p.DAO.contract(), p.DAO.Governor, "execute", p.ID)
 	}
-	return c.transact(ctx, p.Proposer, "OZGovernor", p.DAO.Governor, "execute", p.Targets, p.Values, p.Calldatas, p.descriptionHash())
+	return c.transact(ctx, p.Proposer, p.DAO.contract(), p.DAO.Governor, "execute", p.Targets, p.Values, p.Calldatas, p.descriptionHash())
 }
 
-// Cancel cancels a proposal as its proposer. OpenZeppelin governors allow it
-// only before voting opens.
+// Cancel cancels a proposal. OpenZeppelin governors let the proposer cancel
+// only before voting opens; the Bravo-style governor lets the proposer
+// cancel until execution. GovernorAlpha lets anyone cancel, until
+// execution, but only a proposal whose proposer's votes have fallen below
+// the proposal threshold: Cancel has the proposer delegate its votes to
+// the next account, cancels, and has it delegate them back to itself.
 func (c *Chain) Cancel(ctx context.Context, p *Proposal) (*types.Receipt, error) {
-	if p.DAO.Kind == core.KindGovernorBravo {
-		return c.transact(ctx, p.Proposer, "BravoGovernor", p.DAO.Governor, "cancel", p.ID)
+	d := p.DAO
+	switch d.Kind {
+	case core.KindGovernorBravo:
+		return c.transact(ctx, p.Proposer, d.contract(), d.Governor, "cancel", p.ID)
+	case core.KindGovernorAlpha:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		away := (p.Proposer + 1) % len(c.addrs)
+		if _, err := c.transactLocked(ctx, p.Proposer, "Uni", d.Token, "delegate", c.addrs[away]); err != nil {
+			return nil, fmt.Errorf("cancel: %w", err)
+		}
+		// Alpha reads the proposer's votes at the block before the one it
+		// runs in, and the gas estimate runs at the head: one more block.
+		c.commitLocked()
+		r, err := c.transactLocked(ctx, p.Proposer, d.contract(), d.Governor, "cancel", p.ID)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := c.transactLocked(ctx, p.Proposer, "Uni", d.Token, "delegate", c.addrs[p.Proposer]); err != nil {
+			return nil, fmt.Errorf("cancel: %w", err)
+		}
+		return r, nil
 	}
-	return c.transact(ctx, p.Proposer, "OZGovernor", p.DAO.Governor, "cancel", p.Targets, p.Values, p.Calldatas, p.descriptionHash())
+	return c.transact(ctx, p.Proposer, d.contract(), d.Governor, "cancel", p.Targets, p.Values, p.Calldatas, p.descriptionHash())
 }
 
 // State returns the governor's state() of p: 0 Pending, 1 Active,
 // 2 Canceled, 3 Defeated, 4 Succeeded, 5 Queued, 6 Expired, 7 Executed (the
-// same numbering in both kinds).
+// same numbering in every family; core.StateName names them).
 func (c *Chain) State(ctx context.Context, p *Proposal) (uint8, error) {
 	out, err := c.call(ctx, p.DAO.contract(), p.DAO.Governor, "state", p.ID)
 	if err != nil {
