@@ -1,3 +1,5 @@
+//go:build !nodevchain
+
 package main
 
 import (
@@ -11,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -18,6 +21,7 @@ import (
 	"github.com/govgate/govgate/core/chain"
 	"github.com/govgate/govgate/core/config"
 	"github.com/govgate/govgate/core/devchain"
+	"github.com/govgate/govgate/core/indexer"
 	"github.com/govgate/govgate/core/internal/testcert"
 	"github.com/govgate/govgate/core/signing"
 	"github.com/govgate/govgate/core/store"
@@ -48,6 +52,10 @@ func startDevChain(ctx context.Context, cfg *config.Config, log *slog.Logger) (*
 	cc := c.ChainConfig()
 	cfg.Chains = []chain.ChainConfig{cc.WithDefaults()}
 	cfg.DAOs = c.DAOs()
+	if slices.Equal(cfg.Indexer.EndingSoon, indexer.Config{}.WithDefaults().EndingSoon) {
+		// The dev DAOs vote for minutes, not days: leads that show.
+		cfg.Indexer.EndingSoon = []time.Duration{2 * time.Minute, 30 * time.Second}
+	}
 	log.Info("dev chain running", "rpc", c.RPCURL(), "chain_id", c.ChainID(), "daos", len(cfg.DAOs))
 	go func() {
 		// A failed scene is logged and the script starts again: dev mode

@@ -25,6 +25,7 @@ Usage:
   govgate dev   [--config FILE]                                  run on an in-process dev chain
   govgate plugin run PLUGIN.wasm --input NOTIFICATION.json [--config JSON]
   govgate plugin test PLUGIN.wasm
+  govgate healthcheck [--only api|webhooks|admin]... [--live]    probe the listeners here; exit 0 or 1
   govgate version
 
 Every setting can be overridden by a GOVGATE_* environment variable (see README).
@@ -49,6 +50,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = serve(ctx, args[1:], stderr, true)
 	case "plugin":
 		return pluginCLI(ctx, args[1:], stdout, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "govgate", version)
 		return 0
