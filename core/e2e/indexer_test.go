@@ -121,4 +121,71 @@ func TestIndexerFailover(t *testing.T) {
 		t.Errorf("%d notifications delivered more than once", dups)
 	}
 	t.Logf("%d notifications, %d delivered twice (in flight at the kill)", len(stored), dups)
+	checkTimeDriven(t, second, c)
+}
+
+// checkTimeDriven checks, on what a process serves, that every proposal
+// created after a DAO's notify-from block got its time-driven notifications
+// exactly once: proposal.active once it left pending (unless canceled),
+// and one closing outcome once voting ended, matching its state.
+func checkTimeDriven(t *testing.T, p *proc, c *devchain.Chain) {
+	t.Helper()
+	_, body := do(t, "GET", "http://"+p.admin+"/admin/api/notifications?limit=500", adminToken, nil)
+	var list struct {
+		Items []struct {
+			ID, Type, DAO string
+			Data          struct{ ProposalID string }
+		}
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{} // dao/proposal/type
+	for _, n := range list.Items {
+		count[n.DAO+"/"+n.Data.ProposalID+"/"+n.Type]++
+	}
+	checked := 0
+	for _, d := range c.DAOs() {
+		_, body := do(t, "GET", "http://"+p.api+"/"+d.Slug+"/health", "", nil)
+		var h struct {
+			Checks struct{ Indexer struct{ NotifyFromBlock, LastIndexedBlock uint64 } }
+		}
+		json.Unmarshal(body, &h)
+		_, body = do(t, "GET", "http://"+p.api+"/"+d.Slug+"/proposals?limit=500", "", nil)
+		var props struct {
+			Items []struct {
+				ProposalID, State string
+				CreatedBlock      uint64
+			}
+		}
+		if err := json.Unmarshal(body, &props); err != nil {
+			t.Fatal(err)
+		}
+		for _, pr := range props.Items {
+			if pr.CreatedBlock < h.Checks.Indexer.NotifyFromBlock || pr.State == "canceled" {
+				continue
+			}
+			key := d.Slug + "/" + pr.ProposalID + "/"
+			wantActive, wantClosed := 1, 1
+			switch pr.State {
+			case "pending":
+				wantActive, wantClosed = 0, 0
+			case "active":
+				wantClosed = 0
+			}
+			closed := count[key+"proposal.succeeded"] + count[key+"proposal.defeated"]
+			if count[key+"proposal.active"] != wantActive || closed != wantClosed {
+				t.Errorf("%s proposal %s (%s): %d proposal.active, %d closing notifications; want %d and %d",
+					d.Slug, pr.ProposalID, pr.State, count[key+"proposal.active"], closed, wantActive, wantClosed)
+			}
+			if pr.State == "defeated" && count[key+"proposal.defeated"] != 1 {
+				t.Errorf("%s proposal %s defeated without proposal.defeated", d.Slug, pr.ProposalID)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no proposal to check the time-driven notifications of")
+	}
+	t.Logf("time-driven notifications checked on %d proposals", checked)
 }
