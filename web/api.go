@@ -46,6 +46,21 @@ func userMessage(err error, what string) string {
 // call sends one request to the admin API in-process, authorized with the
 // admin token, and decodes a 2xx JSON answer into out (when not nil).
 func (u *UI) call(ctx context.Context, method, path string, body io.Reader, contentType string, out any) (int, error) {
+	return u.callOn(ctx, u.cfg.API, method, path, body, contentType, out)
+}
+
+// rest reads the public REST API (Config.REST) in-process. Without one it
+// answers as the API does for a route it does not serve, so that the page
+// says the feature is not available in this build.
+func (u *UI) rest(ctx context.Context, path string, out any) error {
+	if u.cfg.REST == nil {
+		return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "no route for GET " + path}
+	}
+	_, err := u.callOn(ctx, u.cfg.REST, http.MethodGet, path, nil, "", out)
+	return err
+}
+
+func (u *UI) callOn(ctx context.Context, h http.Handler, method, path string, body io.Reader, contentType string, out any) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, method, path, body)
 	if err != nil {
 		return 0, fmt.Errorf("admin API request: %w", err)
@@ -57,7 +72,7 @@ func (u *UI) call(ctx context.Context, method, path string, body io.Reader, cont
 		req.Header.Set("Content-Type", contentType)
 	}
 	rec := httptest.NewRecorder()
-	u.cfg.API.ServeHTTP(rec, req)
+	h.ServeHTTP(rec, req)
 	res := rec.Result()
 	data, _ := io.ReadAll(res.Body)
 	if res.StatusCode/100 != 2 {

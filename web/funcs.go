@@ -44,6 +44,7 @@ func funcs(now func() time.Time) template.FuncMap {
 			return ""
 		},
 		"clock":   func(t time.Time) string { return t.UTC().Format("15:04:05 UTC") },
+		"unix":    func(s uint64) string { return time.Unix(int64(s), 0).UTC().Format("2006-01-02 15:04:05 UTC") },
 		"bytes":   humanBytes,
 		"seconds": seconds,
 		"ms": func(v float64) string {
@@ -52,10 +53,14 @@ func funcs(now func() time.Time) template.FuncMap {
 			}
 			return fmt.Sprintf("%.0f ms", v)
 		},
-		"label":  label,
-		"tone":   tone,
-		"icon":   icon,
-		"pretty": func(raw json.RawMessage) string { return prettyJSON(raw) },
+		"label":     label,
+		"stateIcon": stateIcon,
+		"addr":      shortAddr,
+		"tokens":    tokens,
+		"thousands": func(n uint64) string { return thousands(float64(n)) },
+		"tone":      tone,
+		"icon":      icon,
+		"pretty":    func(raw json.RawMessage) string { return prettyJSON(raw) },
 		"short": func(s string, n int) string {
 			if len(s) <= n {
 				return s

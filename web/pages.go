@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"sort"
@@ -20,6 +21,8 @@ import (
 type overviewData struct {
 	Cards      []daoCard
 	HealthNote string
+	Voting     []proposalView // every DAO's active proposals, newest first
+	VotingNote string
 	Stats      *statsView
 	StatsNote  string
 	DAONote    string
@@ -45,7 +48,22 @@ type daoCard struct {
 	Breaker       string
 	Upstreams     []upstreamView
 	Output        string // why the status is not pass
+	Backfill      *backfillView
+	NotifyFrom    string // first block pushed to webhooks; "" for all
 }
+
+// backfillView is a DAO's catch-up from far behind, while it lasts.
+type backfillView struct {
+	From, To, Done, Total string
+	Pct                   int
+	W                     string // bar width, 0 to 100
+	EventsPerSecond       string
+	BlocksPerSecond       string
+	Left                  string // "" until there is a rate
+}
+
+// votingNowLimit bounds the overview's "Voting now" panel.
+const votingNowLimit = 10
 
 type upstreamView struct {
 	URL, State, LastError string
@@ -84,25 +102,21 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	d := overviewData{Updated: u.now()}
 
-	var daos struct{ Items []core.DAO }
-	if err := u.get(ctx, "/admin/api/daos", &daos); err != nil {
+	daos, err := u.daoList(ctx)
+	if err != nil {
 		d.DAONote = userMessage(err, "The DAO list")
 	}
-	var health struct{ Items []json.RawMessage }
-	if err := u.get(ctx, "/admin/api/health", &health); err != nil {
+	snaps, err := u.healthSnaps(ctx)
+	if err != nil {
 		d.HealthNote = userMessage(err, "The health API")
 	}
-	snaps := map[string]map[string]any{}
-	for _, raw := range health.Items {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		var m map[string]any
-		if dec.Decode(&m) == nil {
-			snaps[str(m, "dao")] = m
-		}
+	var active struct{ Items []core.Proposal }
+	if err := u.rest(ctx, "/proposals?state=active&limit="+strconv.Itoa(votingNowLimit), &active); err != nil {
+		d.VotingNote = userMessage(err, "The proposal list")
 	}
+	d.Voting = u.viewProposals(active.Items, daos, snaps)
 	seen := map[string]bool{}
-	for _, dao := range daos.Items {
+	for _, dao := range daos {
 		seen[dao.Slug] = true
 		d.Cards = append(d.Cards, card(dao, snaps[dao.Slug]))
 	}
@@ -157,15 +171,7 @@ func card(dao core.DAO, m map[string]any) daoCard {
 	if t, err := time.Parse(time.RFC3339Nano, str(m, "checkedAt")); err == nil {
 		c.CheckedAt = t.UTC().Format("15:04:05 UTC")
 	}
-	// The checks may sit under "checks" (core/health) or at the top level.
-	check := func(name string) map[string]any {
-		if v, ok := lookup(m, "checks", name).(map[string]any); ok {
-			return v
-		}
-		v, _ := lookup(m, name).(map[string]any)
-		return v
-	}
-	head, idx, db, gw := check("chainHead"), check("indexer"), check("database"), check("gateway")
+	head, idx, db, gw := checkOf(m, "chainHead"), checkOf(m, "indexer"), checkOf(m, "database"), checkOf(m, "gateway")
 	c.Output = str(m, "output")
 	c.HeadNumber = str(head, "number")
 	if c.HeadNumber == "0" {
@@ -184,6 +190,10 @@ func card(dao core.DAO, m map[string]any) daoCard {
 	if v, ok := num(idx, "lagSeconds"); ok {
 		c.LagSeconds = seconds(v)
 	}
+	if n := str(idx, "notifyFromBlock"); n != "" && n != "0" {
+		c.NotifyFrom = n
+	}
+	c.Backfill = backfillOf(idx)
 	c.DBStatus = str(db, "status")
 	if v, ok := num(db, "latencyMs"); ok {
 		c.DBLatency = strconv.FormatFloat(v, 'f', 1, 64) + " ms"
@@ -202,6 +212,74 @@ func card(dao core.DAO, m map[string]any) daoCard {
 		c.Breaker = breakerOf(c.Upstreams)
 	}
 	return c
+}
+
+// checkOf returns one check of a health snapshot: under "checks"
+// (core/health) or at the top level (the shape first agreed on).
+func checkOf(m map[string]any, name string) map[string]any {
+	if v, ok := lookup(m, "checks", name).(map[string]any); ok {
+		return v
+	}
+	v, _ := lookup(m, name).(map[string]any)
+	return v
+}
+
+func backfillOf(idx map[string]any) *backfillView {
+	b, _ := lookup(idx, "backfill").(map[string]any)
+	if b == nil {
+		return nil
+	}
+	done, _ := num(b, "blocksDone")
+	total, ok := num(b, "blocksTotal")
+	if !ok || total <= 0 {
+		return nil
+	}
+	r := math.Min(math.Max(done/total, 0), 1)
+	v := &backfillView{From: str(b, "fromBlock"), To: str(b, "toBlock"), Done: thousands(done), Total: thousands(total),
+		Pct: int(math.Floor(r * 100)), W: trimFloat(r*100, 2)}
+	if e, ok := num(b, "eventsPerSecond"); ok {
+		v.EventsPerSecond = trimFloat(e, 1)
+	}
+	if e, ok := num(b, "blocksPerSecond"); ok {
+		v.BlocksPerSecond = thousands(math.Round(e))
+	}
+	if eta, ok := num(b, "etaSeconds"); ok && eta >= 0 {
+		v.Left = seconds(eta)
+	}
+	return v
+}
+
+// thousands writes a whole number with thin separators: 1 234 567.
+func thousands(f float64) string {
+	s := strconv.FormatFloat(math.Round(f), 'f', 0, 64)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteString(",")
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// rawJSON is one item of a list read as is.
+type rawJSON = json.RawMessage
+
+// decodeNumbers decodes a JSON object keeping numbers as json.Number, so
+// that block numbers stay exact; nil when raw is not an object.
+func decodeNumbers(raw []byte) map[string]any {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if dec.Decode(&m) != nil {
+		return nil
+	}
+	return m
 }
 
 // breakerOf sums up the upstreams' circuit breakers: open when every
@@ -535,8 +613,13 @@ func (u *UI) samples(ctx context.Context) []sample {
 		data string
 	}{
 		{core.TypeProposalCreated, `{"proposalId":"42","proposer":"0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984","title":"Fund the grants programme for Q3","startBlock":19000000,"endBlock":19040320}`},
+		{core.TypeProposalActive, `{"chainId":1,"governor":"0x408ED6354d4973f66138C91495F2f2FCbd8724C3","proposalId":"42","blockNumber":19000000,"blockHash":"0x5e1c2d0f6a8b9c7d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d","state":"active","title":"Fund the grants programme for Q3","proposer":"0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984","clock":"blocknumber","voteStart":"19000000","voteEnd":"19040320","forVotes":"0","againstVotes":"0","abstainVotes":"0","quorum":"40000000000000000000000000","quorumReached":false}`},
 		{core.TypeVoteCast, `{"proposalId":"42","voter":"0x2B1Ad6184a6B0fac06bD225ed37C2AbC04415fF4","support":1,"weight":"2500000000000000000000000","reason":"Grants bring builders."}`},
+		{core.TypeProposalEndingSoon, `{"chainId":1,"governor":"0x408ED6354d4973f66138C91495F2f2FCbd8724C3","proposalId":"42","blockNumber":19033120,"blockHash":"0x7a3b9c1d2e4f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9","state":"active","title":"Fund the grants programme for Q3","proposer":"0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984","clock":"blocknumber","voteStart":"19000000","voteEnd":"19040320","forVotes":"41250000000000000000000000","againstVotes":"1200000000000000000000","abstainVotes":"0","quorum":"40000000000000000000000000","quorumReached":true,"leadSeconds":86400,"secondsLeft":86400,"endsAt":"` + at.Add(24*time.Hour).Format(time.RFC3339) + `","estimated":true,"secondsPerBlock":12.0}`},
+		{core.TypeProposalSucceeded, `{"chainId":1,"governor":"0x408ED6354d4973f66138C91495F2f2FCbd8724C3","proposalId":"42","blockNumber":19040321,"blockHash":"0x8b4c0d2e3f5071829304b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90a","state":"succeeded","title":"Fund the grants programme for Q3","proposer":"0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984","clock":"blocknumber","voteStart":"19000000","voteEnd":"19040320","forVotes":"41250000000000000000000000","againstVotes":"1200000000000000000000","abstainVotes":"5000000000000000000","quorum":"40000000000000000000000000","quorumReached":true}`},
+		{core.TypeProposalDefeated, `{"chainId":1,"governor":"0x408ED6354d4973f66138C91495F2f2FCbd8724C3","proposalId":"43","blockNumber":19040321,"blockHash":"0x8b4c0d2e3f5071829304b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90a","state":"defeated","title":"Raise the proposal threshold to 2.5M","proposer":"0x6f3E6272A167e8AcCb32072d08E0957F9c79223d","clock":"blocknumber","voteStart":"19000000","voteEnd":"19040320","forVotes":"12000000000000000000000000","againstVotes":"18500000000000000000000000","abstainVotes":"0","quorum":"40000000000000000000000000","quorumReached":false}`},
 		{core.TypeProposalExecuted, `{"proposalId":"42","transactionHash":"0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060"}`},
+		{core.TypeProposalExpired, `{"chainId":1,"governor":"0x408ED6354d4973f66138C91495F2f2FCbd8724C3","proposalId":"41","blockNumber":19155200,"blockHash":"0x9c5d1e3f40617283940a5b6c7d8e9f0a1b2c3d4e5f60718293a4b5c6d7e8f90b","state":"expired","title":"Move the treasury to a new Safe","proposer":"0x8E4ED221fa034245F14205f781E0b13C5bd6a42E","clock":"blocknumber","voteStart":"18900000","voteEnd":"18940320","forVotes":"41250000000000000000000000","againstVotes":"0","abstainVotes":"0","quorum":"40000000000000000000000000","quorumReached":true,"eta":"1764842400","gracePeriod":"1209600"}`},
 		{core.TypeTest, `{"message":"Test notification from the govgate admin page"}`},
 	}
 	for i, m := range made {
@@ -597,7 +680,7 @@ type notificationsData struct {
 	LiveSrc   string
 }
 
-var knownTypes = []string{core.TypeProposalCreated, core.TypeVoteCast, core.TypeProposalQueued, core.TypeProposalExecuted, core.TypeProposalCanceled, core.TypeProposalExtended, core.TypeTest}
+var knownTypes = []string{core.TypeProposalCreated, core.TypeProposalActive, core.TypeVoteCast, core.TypeProposalEndingSoon, core.TypeProposalSucceeded, core.TypeProposalDefeated, core.TypeProposalQueued, core.TypeProposalExecuted, core.TypeProposalExpired, core.TypeProposalCanceled, core.TypeProposalExtended, core.TypeTest}
 
 func (u *UI) notifications(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()

@@ -65,7 +65,9 @@ func newStack(t *testing.T, contract bool, mutate ...func(*Config)) *stack {
 		cfg.Routes = []func(*gin.RouterGroup){s.contract.routes}
 	}
 	admin := httpapi.NewAdmin(cfg)
-	uc := Config{API: admin, Token: testToken}
+	log := slog.New(slog.DiscardHandler)
+	rest := httpapi.NewAPI(httpapi.APIConfig{DAOs: testDAOs, Logger: log, Routes: []func(*gin.Engine){httpapi.ProposalRoutes(st, testDAOs, log)}})
+	uc := Config{API: admin, REST: rest, Token: testToken}
 	for _, m := range mutate {
 		m(&uc)
 	}
@@ -156,6 +158,10 @@ type contractAPI struct {
 	health  []map[string]any
 }
 
+// headTime is the block time of the chain heads in the contract's health
+// snapshots: fixed, so that times left on the proposal pages are too.
+var headTime = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+
 func newContractAPI() *contractAPI {
 	at := time.Now().UTC().Add(-26 * time.Hour).Format(time.RFC3339)
 	now := time.Now().UTC().Format(time.RFC3339)
@@ -175,16 +181,18 @@ func newContractAPI() *contractAPI {
 		health: []map[string]any{
 			{"dao": "uniswap", "status": "pass", "chainId": 1, "checkedAt": now, "checks": map[string]any{
 				"database":  map[string]any{"status": "pass", "latencyMs": 0.8},
-				"chainHead": map[string]any{"status": "pass", "number": 21874310, "hash": "0x8d4e…91ab", "timestamp": now, "ageSeconds": 4},
-				"indexer":   map[string]any{"status": "pass", "state": "fresh", "lastIndexedBlock": 21874309, "lagBlocks": 1, "lagSeconds": 12},
+				"chainHead": map[string]any{"status": "pass", "number": 21874310, "hash": "0x8d4e…91ab", "timestamp": headTime.Format(time.RFC3339), "ageSeconds": 4},
+				"indexer":   map[string]any{"status": "pass", "state": "fresh", "lastIndexedBlock": 21874309, "confirmedHead": 21874309, "lagBlocks": 0, "lagSeconds": 0, "notifyFromBlock": 0},
 				"gateway":   map[string]any{"status": "pass", "open": 0, "upstreams": []map[string]any{{"url": "https://eth.rpc.example/v1", "state": "closed", "consecutiveFailures": 0, "totalFailures": 2}}}}},
-			{"dao": "ens", "status": "warn", "chainId": 1, "checkedAt": now, "output": "indexer is 48 blocks behind the head; 1 of 2 RPC upstreams is recovering", "checks": map[string]any{
+			{"dao": "ens", "status": "warn", "chainId": 1, "checkedAt": now, "output": "backfilling: 655732 of 874310 blocks (75%), 412 events/s, about 2m28s left; 1 of 2 RPC upstreams is recovering", "checks": map[string]any{
 				"database":  map[string]any{"status": "pass", "latencyMs": 0.9},
 				"chainHead": map[string]any{"status": "pass", "number": 21874310, "hash": "0x8d4e…91ab", "ageSeconds": 4},
-				"indexer":   map[string]any{"status": "warn", "state": "lagging", "lastIndexedBlock": 21874262, "lagBlocks": 48, "lagSeconds": 576},
-				"gateway":   map[string]any{"status": "warn", "open": 0, "upstreams": []map[string]any{{"url": "https://eth.rpc.example/v1", "state": "closed", "consecutiveFailures": 0}, {"url": "https://backup.rpc.example", "state": "half-open", "consecutiveFailures": 3, "lastError": "429 Too Many Requests"}}}}},
+				"indexer": map[string]any{"status": "warn", "state": "syncing", "lastIndexedBlock": 21655732, "confirmedHead": 21874310, "lagBlocks": 218578, "lagSeconds": 2732225,
+					"notifyFromBlock": 21874311, "output": "backfilling: 655732 of 874310 blocks (75%), 412 events/s, about 2m28s left",
+					"backfill": map[string]any{"fromBlock": 21000000, "toBlock": 21874310, "blocksDone": 655732, "blocksTotal": 874310, "events": 18230, "eventsPerSecond": 412.5, "blocksPerSecond": 1480.2, "etaSeconds": 147.7}},
+				"gateway": map[string]any{"status": "warn", "open": 0, "upstreams": []map[string]any{{"url": "https://eth.rpc.example/v1", "state": "closed", "consecutiveFailures": 0}, {"url": "https://backup.rpc.example", "state": "half-open", "consecutiveFailures": 3, "lastError": "429 Too Many Requests"}}}}},
 			{"dao": "arbitrum", "status": "fail", "checkedAt": now, "output": "indexer stalled for 49 min; every RPC upstream is failing", "database": map[string]any{"status": "pass", "latencyMs": 1.1},
-				"chainHead": map[string]any{"number": 305112877, "ageSeconds": 312},
+				"chainHead": map[string]any{"number": 305112877, "timestamp": headTime.Format(time.RFC3339), "ageSeconds": 312},
 				"indexer":   map[string]any{"status": "stalled", "lastIndexedBlock": 305101002, "lagBlocks": 11875, "lagSeconds": 2969},
 				"gateway":   map[string]any{"state": "open", "upstreams": []map[string]any{{"url": "https://arb.rpc.example", "state": "open", "consecutiveFailures": 12, "lastError": "dial tcp: connection refused"}}}},
 		},
@@ -306,4 +314,101 @@ func (c *contractAPI) chainNames() []string {
 		out = append(out, fmt.Sprint(e["plugin"]))
 	}
 	return out
+}
+
+// seedProposals stores proposals in each of the eight states, with votes,
+// through the indexer's write path. Their timepoints are set against the
+// contract's health snapshots (headTime, the confirmed heads), so that the
+// times left the pages show are known in advance:
+//
+//   - uniswap (GovernorBravo, block clock, confirmed head 21874309, no
+//     measured block time): active with 1800 blocks left, "≈ 6 h" at 12 s;
+//     pending with 300 blocks to go, "≈ 1 h"; queued with an ETA 26 h 30 min
+//     after the head; and one each executed, defeated, canceled, expired,
+//     succeeded.
+//   - ens (OpenZeppelin, block clock, confirmed head 21874310, backfilling
+//     at a measured 12.5 s a block): active with 7000 blocks left,
+//     "≈ 24 h 18 min"; quorum reached only because abstain counts.
+//   - arbitrum (OpenZeppelin, timestamp clock): active until 2 h 30 min
+//     after the head's block time, pending until 45 min after it.
+func (s *stack) seedProposals(t *testing.T) {
+	t.Helper()
+	const e18 = "000000000000000000"
+	quorum := func(q string) *string { return &q }
+	created := time.Date(2026, 11, 10, 9, 0, 0, 0, time.UTC)
+	hash := func(i int) string { return fmt.Sprintf("0x%064x", 0xa11ce000+i) }
+	type seeded struct {
+		dao     string
+		chainID uint64
+		props   []core.Proposal
+		votes   []core.Vote
+		head    uint64
+	}
+	n := 0
+	prop := func(dao string, chainID uint64, id, title, proposer, state string, start, end uint64, clock string, q *string, reached bool, forV, against, abstain string) core.Proposal {
+		n++
+		return core.Proposal{DAO: dao, ChainID: chainID, ProposalID: id, Proposer: proposer,
+			Targets: []string{"0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984"}, Values: []string{"0"}, Signatures: []string{"transfer(address,uint256)"},
+			Calldatas:   []string{"0x000000000000000000000000e2388f22cf5e328c197d6530663809cc0f2e3b7000000000000000000000000000000000000000000000d3c21bcecceda1000000"},
+			Title:       title,
+			Description: "# " + title + "\n\nThis proposal was seeded by the admin page's tests.",
+			VoteStart:   start, VoteEnd: end, Clock: clock, State: state, Quorum: q, QuorumReached: reached,
+			ForVotes: forV, AgainstVotes: against, AbstainVotes: abstain,
+			CreatedBlock: start - 13140 + uint64(n), CreatedTx: hash(n), CreatedAt: created.Add(time.Duration(n) * time.Hour),
+			UpdatedBlock: start + uint64(n), UpdatedAt: created.Add(time.Duration(n)*time.Hour + time.Minute)}
+	}
+	const (
+		uni   = uint64(21874309) // uniswap's confirmed head
+		ens   = uint64(21874310)
+		alice = "0x8E4ED221fa034245F14205f781E0b13C5bd6a42E"
+		bob   = "0x6f3E6272A167e8AcCb32072d08E0957F9c79223d"
+		carol = "0x2B1Ad6184a6B0fac06bD225ed37C2AbC04415fF4"
+		dave  = "0xF92F3C1b6f8E0b5d7c4a3e9b1d2c5f8a7e6d7b1c"
+	)
+	bn, ts := core.ClockBlockNumber, core.ClockTimestamp
+	uq := quorum("40000000" + e18)
+	active := prop("uniswap", 1, "75", "Deploy Uniswap v4 on Unichain", alice, core.ProposalActive, uni-38520, uni+1800, bn, uq, true, "41250000"+e18, "1200"+e18, "5"+e18)
+	queued := prop("uniswap", 1, "74", "Fund the Uniswap Foundation for 2027", bob, core.ProposalQueued, uni-60000, uni-19680, bn, uq, true, "44100000"+e18, "310000"+e18, "0")
+	queued.ETA = uint64(headTime.Add(26*time.Hour + 30*time.Minute).Unix())
+	expired := prop("uniswap", 1, "70", "Move the treasury to a new Safe", alice, core.ProposalExpired, uni-200000, uni-159680, bn, uq, true, "40500000"+e18, "0", "0")
+	expired.ETA = uint64(headTime.Add(-20 * 24 * time.Hour).Unix())
+	uniProps := []core.Proposal{
+		prop("uniswap", 1, "69", "Renew the Uniswap grants programme", carol, core.ProposalSucceeded, uni-230000, uni-189680, bn, uq, true, "40200000"+e18, "2000000"+e18, "0"),
+		expired,
+		prop("uniswap", 1, "71", "Lower the proposal threshold to 1M", bob, core.ProposalCanceled, uni-150000, uni-109680, bn, uq, false, "0", "0", "0"),
+		prop("uniswap", 1, "72", "Raise the proposal threshold to 2.5M", dave, core.ProposalDefeated, uni-100000, uni-59680, bn, uq, false, "12000000"+e18, "18500000"+e18, "0"),
+		prop("uniswap", 1, "73", "Activate the fee switch on v3 pools", carol, core.ProposalExecuted, uni-90000, uni-49680, bn, uq, true, "52000000"+e18, "9000000"+e18, "100"+e18),
+		queued,
+		active,
+		prop("uniswap", 1, "76", "Create a Unichain security council", dave, core.ProposalPending, uni+300, uni+40620, bn, nil, false, "0", "0", "0"),
+	}
+	ensID := "84612149291849381049183918384893128381283918239121"
+	ensProps := []core.Proposal{
+		prop("ens", 1, "59218450019827561004915128361049587710293847561", "[EP 5.28] Renew the ENS Labs stream", alice, core.ProposalSucceeded, ens-60000, ens-15000, bn, quorum("1000000"+e18), true, "1900000"+e18, "40000"+e18, "3000"+e18),
+		prop("ens", 1, ensID, "[EP 6.1] Fund the Public Goods working group", carol, core.ProposalActive, ens-38000, ens+7000, bn, quorum("1000000"+e18), true, "800000"+e18, "150000"+e18, "700000"+e18),
+	}
+	arbStart := uint64(headTime.Add(-70 * time.Hour).Unix())
+	arbProps := []core.Proposal{
+		prop("arbitrum", 42161, "97685288731263391833044854304895851471157040105038894699042975271050068874277", "[Constitutional] Upgrade the ArbOS version", bob, core.ProposalActive, arbStart, uint64(headTime.Add(150*time.Minute).Unix()), ts, quorum("150000000"+e18), false, "50000000"+e18, "10000000"+e18, "5000000"+e18),
+		prop("arbitrum", 42161, "10582391828192758122948571029384756102938475610293847561029384756102938475610", "[Non-constitutional] Gaming catalyst programme, round 2", dave, core.ProposalPending, uint64(headTime.Add(45*time.Minute).Unix()), uint64(headTime.Add(14*24*time.Hour).Unix()), ts, nil, false, "0", "0", "0"),
+	}
+	vote := func(p core.Proposal, i int, voter string, support uint8, weight, reason string) core.Vote {
+		return core.Vote{DAO: p.DAO, ChainID: p.ChainID, ProposalID: p.ProposalID, Voter: voter, Support: support, Weight: weight, Reason: reason,
+			BlockNumber: p.VoteStart + uint64(10*i), BlockHash: hash(100 + i), TxHash: hash(200 + i), LogIndex: uint(i), CastAt: created.Add(time.Duration(30+i) * time.Hour)}
+	}
+	for _, b := range []seeded{
+		{dao: "uniswap", chainID: 1, props: uniProps, head: uni, votes: []core.Vote{
+			vote(active, 1, alice, 1, "25000000"+e18, "Unichain is where the next users are."),
+			vote(active, 2, carol, 1, "16250000"+e18, ""),
+			vote(active, 3, bob, 0, "1200"+e18, "The deployment should wait for the audit."),
+			vote(active, 4, dave, 2, "5"+e18, "Abstaining: conflict of interest."),
+		}},
+		{dao: "ens", chainID: 1, props: ensProps, head: ens, votes: []core.Vote{vote(ensProps[1], 1, carol, 1, "800000"+e18, "")}},
+		{dao: "arbitrum", chainID: 42161, props: arbProps, head: 305112800},
+	} {
+		batch := core.IndexBatch{DAO: b.dao, ChainID: b.chainID, Cursor: core.Cursor{Block: b.head, Hash: hash(900)}, Proposals: b.props, Votes: b.votes}
+		if err := s.st.ApplyBatch(context.Background(), batch); err != nil {
+			t.Fatalf("seed %s proposals: %v", b.dao, err)
+		}
+	}
 }

@@ -30,6 +30,10 @@ type Config struct {
 	// API is the admin JSON API (httpapi.NewAdmin's handler). The page calls
 	// it in-process with an "Authorization: Bearer Token" header.
 	API http.Handler
+	// REST is the public REST API (httpapi.NewAPI's handler), read in-process
+	// for the proposal pages and the overview's "Voting now" panel. Nil: those
+	// say that this build does not offer proposals to the admin page.
+	REST http.Handler
 	// Token is the admin token operators sign in with; empty disables sign-in.
 	Token  string
 	Logger *slog.Logger
@@ -57,6 +61,9 @@ type UI struct {
 	sessions *sessions
 	signins  *ipLimiter
 	now      func() time.Time
+	// perPage is how many proposals a page lists; tests make it small to
+	// page.
+	perPage int
 }
 
 // Session and sign-in limits.
@@ -73,7 +80,7 @@ const (
 )
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
-var pageNames = []string{"signin", "overview", "webhooks", "webhook", "plugins", "notifications", "error"}
+var pageNames = []string{"signin", "overview", "proposals", "proposal", "webhooks", "webhook", "plugins", "notifications", "error"}
 
 // New returns the admin page.
 func New(cfg Config) (*UI, error) {
@@ -83,7 +90,7 @@ func New(cfg Config) (*UI, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	u := &UI{cfg: cfg, log: cfg.Logger, pages: map[string]*template.Template{}, now: time.Now}
+	u := &UI{cfg: cfg, log: cfg.Logger, pages: map[string]*template.Template{}, now: time.Now, perPage: proposalsPage}
 	u.sessions = newSessions(SessionIdle, func() time.Time { return u.now() })
 	u.signins = newIPLimiter()
 	for _, name := range pageNames {
@@ -109,6 +116,8 @@ func New(cfg Config) (*UI, error) {
 		http.Redirect(w, r, "/admin/", http.StatusFound)
 	})
 	m.HandleFunc("POST /admin/ui/signout", u.signOut)
+	m.HandleFunc("GET /admin/ui/proposals", u.signedIn(u.proposals))
+	m.HandleFunc("GET /admin/ui/proposals/{dao}/{id}", u.signedIn(u.proposal))
 	m.HandleFunc("GET /admin/ui/webhooks", u.signedIn(u.webhooks))
 	m.HandleFunc("GET /admin/ui/webhooks/{id}", u.signedIn(u.webhook))
 	m.HandleFunc("POST /admin/ui/webhooks/{id}/{action}", u.changing(u.webhookAction))
