@@ -196,6 +196,7 @@ func (r *Runner) follow(ctx context.Context) {
 			if cur.Block >= target {
 				d.caughtUp = true
 			}
+			d.status.NotifyFromBlock = cur.NotifyFrom
 			d.status.CaughtUp = d.caughtUp
 			d.status.LastCheckedAt = now
 			d.status.LastError = ""
