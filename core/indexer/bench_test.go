@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"context"
+	"fmt"
 	"math/big"
 	"sync"
 	"testing"
@@ -123,4 +124,67 @@ func tenKVotes(b *testing.B, votes int) voteFixture {
 		b.Fatal(voteFixtureVal.err)
 	}
 	return voteFixtureVal
+}
+
+// BenchmarkStateCalls100Proposals measures what keeping proposal states true
+// to the governor costs in eth_calls. On dev-oz4 (an OpenZeppelin 4.9
+// governor, 150-block voting period), 100 proposals are created in 100
+// blocks, so that all 100 are open together, and 1,000 more blocks follow,
+// during which each proposal opens, gets its quorum read and closes. The
+// indexer polls after every block (1,100 polls):
+//
+//	state_rpc_calls_per_1k_blocks  eth_calls the indexer made (state,
+//	                               quorum, deadline), per 1,000 polled blocks
+//	naive_state_calls_per_1k_blocks what asking state() of every open
+//	                               proposal at every poll would have cost
+//
+// Setup (deploying, proposing) is not timed; the figure is a count, not a
+// time, so it is the same on any machine.
+func BenchmarkStateCalls100Proposals(b *testing.B) {
+	const proposals, blocks = 100, 1000
+	ctx := context.Background()
+	for range b.N {
+		b.StopTimer()
+		c := startChain(b, devchain.Options{Accounts: 4})
+		gw := newGateway(b, c.ChainConfig())
+		d := c.OZ4
+		store := newMemStore()
+		r := newRunner(b, gw, store, []core.DAO{d.DAO()}, 0, Config{})
+		if err := r.Sync(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		before, naive, polls := r.ContractCalls(), 0, 0
+		poll := func() {
+			if err := r.Sync(ctx); err != nil {
+				b.Fatal(err)
+			}
+			open, _ := store.OpenProposals(ctx, d.Slug)
+			naive += len(open)
+			polls++
+		}
+		var props []*devchain.Proposal
+		for i := range proposals {
+			p, err := c.Propose(ctx, d, i%4, fmt.Sprintf("# Bench proposal %d", i), uint64(i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			props = append(props, p)
+			poll()
+		}
+		for range blocks {
+			c.Mine(1)
+			poll()
+		}
+		calls := r.ContractCalls() - before
+		b.StopTimer()
+		for _, p := range props {
+			if got, _, _ := store.Proposal(ctx, d.Slug, p.ID.String()); got.State != core.ProposalDefeated {
+				b.Fatalf("proposal %s: %s after voting, want defeated (no votes)", p.ID, got.State)
+			}
+		}
+		b.ReportMetric(float64(calls)*1000/float64(polls), "state_rpc_calls_per_1k_blocks")
+		b.ReportMetric(float64(naive)*1000/float64(polls), "naive_state_calls_per_1k_blocks")
+		c.Close()
+	}
 }
