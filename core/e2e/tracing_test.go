@@ -126,13 +126,26 @@ func (r *otlpReceiver) named(name string) []span {
 // every delivery attempt — two answered 500 by the receiver, then, after
 // govgate is killed with SIGKILL and started again, one answered 200. Every
 // attempt, in either process, is a child of the notification's root span,
-// and the receiver sees each attempt's span in the traceparent header.
+// and the receiver sees each attempt's span in the traceparent header. On
+// SQLite and on PostgreSQL, whose claims read the stored traceparent by
+// different queries.
 func TestTraceFollowsANotificationAcrossRetriesAndKill9(t *testing.T) {
 	dir := t.TempDir()
 	wasm := plugintest.Build(t, filepath.Join("..", "..", "plugins", "dao-filter"))
 	if err := os.WriteFile(filepath.Join(dir, "dao-filter.wasm"), wasm, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("sqlite", func(t *testing.T) {
+		db, _ := sqliteURL(t)
+		traceAcrossRetriesAndKill9(t, db, dir)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		db, _ := pgURL(t)
+		traceAcrossRetriesAndKill9(t, db, dir)
+	})
+}
+
+func traceAcrossRetriesAndKill9(t *testing.T, db, pluginDir string) {
 	otlp := newOTLPReceiver(t)
 	rcv := newReceiver(t)
 	var mu sync.Mutex
@@ -145,12 +158,11 @@ func TestTraceFollowsANotificationAcrossRetriesAndKill9(t *testing.T) {
 		}
 		return http.StatusOK
 	}
-	db, _ := sqliteURL(t)
 	// The second retry waits long enough for the kill to come first.
 	cfg := strings.Replace(deliveryConfig, "schedule: [200ms, 400ms, 800ms, 1s, 1s, 1s, 1s]", "schedule: [200ms, 4s, 1s]", 1)
 	cfg = strings.Replace(cfg, "jitter: 0.1", "jitter: 0", 1)
 	p := startGovgate(t, db, rcv.caFile, cfg,
-		"GOVGATE_PLUGINS_DIR="+dir,
+		"GOVGATE_PLUGINS_DIR="+pluginDir,
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+otlp.url,
 		"OTEL_BSP_SCHEDULE_DELAY=50", // export within 50 ms, before the kill
 		"GOVGATE_TRACING_TRACEPARENT_HEADER=true",
