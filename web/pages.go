@@ -236,7 +236,10 @@ func backfillOf(idx map[string]any) *backfillView {
 	}
 	r := math.Min(math.Max(done/total, 0), 1)
 	v := &backfillView{From: str(b, "fromBlock"), To: str(b, "toBlock"), Done: thousands(done), Total: thousands(total),
-		Pct: int(math.Floor(r * 100)), W: trimFloat(r*100, 2)}
+		Pct: int(math.Round(r * 100)), W: trimFloat(r*100, 2)}
+	if v.Pct == 100 && done < total { // as the health output rounds, but never done early
+		v.Pct = 99
+	}
 	if e, ok := num(b, "eventsPerSecond"); ok {
 		v.EventsPerSecond = trimFloat(e, 1)
 	}

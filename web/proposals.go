@@ -149,7 +149,12 @@ func ratio(a, b *big.Int) float64 {
 	return f
 }
 
-func pct(f float64) string { return trimFloat(f*100, 1) + "%" }
+func pct(f float64) string {
+	if f > 0 && f < 0.0005 {
+		return "< 0.1%"
+	}
+	return trimFloat(f*100, 1) + "%"
+}
 
 func tallyOf(p core.Proposal) tallyView {
 	fv, av, bv := decimal(p.ForVotes), decimal(p.AgainstVotes), decimal(p.AbstainVotes)
@@ -306,9 +311,9 @@ func stateIcon(state any) string {
 	case core.ProposalSucceeded:
 		return "✓"
 	case core.ProposalQueued:
-		return "⧗"
+		return "◔"
 	case core.ProposalExpired:
-		return "⌛"
+		return "◌"
 	case core.ProposalExecuted:
 		return "✔"
 	}

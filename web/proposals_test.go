@@ -104,7 +104,7 @@ func TestBackfillOf(t *testing.T) {
 	}
 	m := decodeNumbers([]byte(`{"backfill": {"fromBlock": 21000000, "toBlock": 21874310, "blocksDone": 655732, "blocksTotal": 874310, "events": 18230, "eventsPerSecond": 412.5, "blocksPerSecond": 1480.2, "etaSeconds": -1}}`))
 	b := backfillOf(m)
-	if b == nil || b.Pct != 74 || b.Done != "655,732" || b.Total != "874,310" || b.EventsPerSecond != "412.5" || b.BlocksPerSecond != "1,480" || b.Left != "" {
+	if b == nil || b.Pct != 75 || b.Done != "655,732" || b.Total != "874,310" || b.EventsPerSecond != "412.5" || b.BlocksPerSecond != "1,480" || b.Left != "" {
 		t.Fatalf("backfill: %+v", b)
 	}
 }
