@@ -294,9 +294,11 @@ func TestPages(t *testing.T) {
 		{"webhook detail", true, "/admin/ui/webhooks/3", []string{"Attempt log", "upstream busy, retry later", "503", "Replay", "The chain is empty"}},
 		{"webhook detail without chains", false, "/admin/ui/webhooks/3", []string{"not available in this govgate build yet"}},
 		{"missing webhook", false, "/admin/ui/webhooks/999", []string{"There is no webhook 999"}},
-		{"plugins", true, "/admin/ui/plugins", []string{"type-filter", "slack-format", "Global chain", "Run the chain", "Sample: proposal.created"}},
+		{"plugins", true, "/admin/ui/plugins", []string{"type-filter", "slack-format", "Global chain", "Run the chain", "Sample: proposal.created",
+			"Sample: proposal.active", "Sample: proposal.ending_soon", "Sample: proposal.succeeded", "Sample: proposal.defeated", "Sample: proposal.expired", "secondsLeft"}},
 		{"plugins without API", false, "/admin/ui/plugins", []string{"Plugin management is not available in this govgate build yet"}},
-		{"notifications", false, "/admin/ui/notifications", []string{"ntf_05", "proposal.executed", "Send a test notification"}},
+		{"notifications", false, "/admin/ui/notifications", []string{"ntf_05", "proposal.executed", "Send a test notification",
+			`<option value="proposal.active">`, `<option value="proposal.ending_soon">`, `<option value="proposal.succeeded">`, `<option value="proposal.defeated">`, `<option value="proposal.expired">`}},
 		{"notifications filtered", false, "/admin/ui/notifications?dao=ens&type=proposal.queued", []string{"ntf_03"}},
 		{"unknown page", false, "/admin/ui/nope", []string{"Page not found"}},
 	}
