@@ -115,7 +115,7 @@ func TestImage(t *testing.T) {
 	ref := image + ":latest"
 
 	start := time.Now()
-	build := exec.Command("go", "tool", "task", "image", "IMAGE="+image)
+	build := exec.Command("go", "tool", "task", "image", "IMAGE="+image, "CONTEXT="+t.TempDir())
 	build.Dir = repoRoot
 	out, err := build.CombinedOutput()
 	if err != nil {
@@ -277,7 +277,7 @@ func runAndDeliver(t *testing.T, e engine, ref string, dc *devchain.Chain, mount
 			logs, _ := e.output(t, "logs", name)
 			t.Logf("container logs:\n%s", logs)
 		}
-		e.output(t, "rm", "-f", name)
+		e.output(t, "rm", "-f", "-v", name)
 	})
 
 	if user := mustOutput(t, e, "inspect", "--format", "{{.Config.User}}", name); user != imageUID {
