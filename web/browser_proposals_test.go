@@ -18,7 +18,7 @@ import (
 // in-process stack: the real REST API on a real store with proposals in
 // every state, and the contract's health snapshots (ENS backfilling). With
 // GOVGATE_SCREENSHOTS=1 it also takes docs/screenshots/proposals.png,
-// proposal.png and voting-now.png: `govgate dev` cannot show these pages
+// proposals-dark.png, proposal.png and voting-now.png: `govgate dev` cannot show these pages
 // until its admin page is handed the REST API (web.Config.REST).
 func TestBrowserProposals(t *testing.T) {
 	tb := newTab(t)
@@ -28,12 +28,16 @@ func TestBrowserProposals(t *testing.T) {
 	s.ui.perPage = 5
 	base := s.srv.URL
 	shots := os.Getenv("GOVGATE_SCREENSHOTS") == "1"
-	if shots {
-		tb.do("viewport", chromedp.EmulateViewport(1280, 900))
+	scheme := func(s string) {
+		t.Helper()
 		if _, err := chromedp.Call(tb.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{
-			{Name: "prefers-color-scheme", Value: "light"}, {Name: "prefers-reduced-motion", Value: "reduce"}}}); err != nil {
+			{Name: "prefers-color-scheme", Value: s}, {Name: "prefers-reduced-motion", Value: "reduce"}}}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if shots {
+		tb.do("viewport", chromedp.EmulateViewport(1280, 900))
+		scheme("light")
 	}
 	tb.signIn(base, testToken)
 
@@ -141,6 +145,9 @@ func TestBrowserProposals(t *testing.T) {
 	}
 	if shots {
 		tb.shot("proposals", `#proposals > li:nth-child(6)`)
+		scheme("dark")
+		tb.shot("proposals-dark", `#proposals > li:nth-child(6)`)
+		scheme("light")
 	}
 
 	// The state filter: only defeated proposals.
