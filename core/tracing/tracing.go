@@ -10,10 +10,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
+	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -50,6 +55,10 @@ type Config struct {
 	SampleRatio float64
 	// ServiceVersion is the resource's service.version.
 	ServiceVersion string
+	// Logger gets the exporter's errors (a collector down, say), at most
+	// one line a minute, with URLs cut to scheme and host. nil: the
+	// OpenTelemetry default, the standard library's log.
+	Logger *slog.Logger
 }
 
 // Tracing is a running trace pipeline: a tracer provider with a batching
@@ -93,7 +102,51 @@ func Start(ctx context.Context, cfg Config) (*Tracing, error) {
 		tpOpts = append(tpOpts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))))
 	}
 	tp := sdktrace.NewTracerProvider(tpOpts...)
+	if cfg.Logger != nil {
+		otel.SetErrorHandler(&errorLog{log: cfg.Logger, every: time.Minute})
+	}
 	return &Tracing{tp: tp, tracer: tp.Tracer(ScopeName)}, nil
+}
+
+// errorLog logs OpenTelemetry's errors, at most one line per period with
+// the count of those it held back: a collector that is down fails every
+// export, and the log should say so once, not every few seconds.
+type errorLog struct {
+	log   *slog.Logger
+	every time.Duration
+
+	mu      sync.Mutex
+	last    time.Time
+	dropped int
+}
+
+func (e *errorLog) Handle(err error) {
+	e.mu.Lock()
+	now := time.Now()
+	if now.Sub(e.last) < e.every {
+		e.dropped++
+		e.mu.Unlock()
+		return
+	}
+	dropped := e.dropped
+	e.last, e.dropped = now, 0
+	e.mu.Unlock()
+	e.log.Warn("tracing: export failed; spans are dropped until the collector answers", "err", redactURLs(err), "errors_since_last_line", dropped)
+}
+
+// redactURLs is err's message with the URL of any *url.Error in its chain
+// cut to scheme and host: a path or a query may carry a key.
+func redactURLs(err error) string {
+	msg := err.Error()
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil && u.Host != "" {
+			msg = strings.ReplaceAll(msg, ue.URL, u.Scheme+"://"+u.Host)
+		} else {
+			msg = strings.ReplaceAll(msg, ue.URL, "(url)")
+		}
+	}
+	return msg
 }
 
 // New wraps a tracer provider built elsewhere (tests use an in-memory one).

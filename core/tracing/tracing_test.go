@@ -1,9 +1,14 @@
 package tracing_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -78,6 +83,21 @@ func TestDuplicateNotificationExportsNothing(t *testing.T) {
 	end(false)
 	if n := len(exp.GetSpans()); n != 0 {
 		t.Fatalf("%d spans exported for a duplicate", n)
+	}
+}
+
+// An unreachable collector is logged once a minute, never with the
+// endpoint's path or query.
+func TestExportErrorsAreLoggedRarelyAndRedacted(t *testing.T) {
+	var buf bytes.Buffer
+	h := tracing.NewErrorLog(slog.New(slog.NewTextHandler(&buf, nil)))
+	err := fmt.Errorf("traces export: %w", &url.Error{Op: "Post", URL: "https://otlp.example.com/v1/traces?api_key=SECRET", Err: fmt.Errorf("connection refused")})
+	for i := 0; i < 5; i++ {
+		h.Handle(err)
+	}
+	out := buf.String()
+	if strings.Count(out, "tracing: export failed") != 1 || strings.Contains(out, "SECRET") || !strings.Contains(out, "https://otlp.example.com") {
+		t.Fatalf("log:\n%s", out)
 	}
 }
 

@@ -103,7 +103,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 	}
 	storeOpts, tracer := store.Options{Logger: log}, trace.Tracer(nil)
 	if cfg.Tracing.Enabled {
-		tr, err := tracing.Start(ctx, tracing.Config{Endpoint: cfg.Tracing.Endpoint, SampleRatio: cfg.Tracing.SampleRatio, ServiceVersion: version})
+		tr, err := tracing.Start(ctx, tracing.Config{Endpoint: cfg.Tracing.Endpoint, SampleRatio: cfg.Tracing.SampleRatio, ServiceVersion: version, Logger: log})
 		if err != nil {
 			return err
 		}
