@@ -49,7 +49,7 @@ func TestBrowserProposals(t *testing.T) {
 		t.Fatalf("a pending proposal is in Voting now:\n%s", got)
 	}
 	tb.wantText(`[data-dao="ens"] .backfill`, "75%", "655,732 of 874,310 blocks", "412.5 events/s", "1,480 blocks/s", "about 2 min left")
-	tb.wantText(`[data-dao="ens"]`, "Notify from", "#21874311", "history before it is served, not pushed")
+	tb.wantText(`[data-dao="ens"]`, "Notify from", "#21874311", "history not pushed")
 	if got := tb.text(`[data-dao="uniswap"]`); strings.Contains(got, "Backfill") || !strings.Contains(got, "every block") {
 		t.Fatalf("uniswap is at the head, without a backfill:\n%s", got)
 	}
