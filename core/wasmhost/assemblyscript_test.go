@@ -25,7 +25,7 @@ var (
 // asHooksWasm builds sdk/assemblyscript/testdata/hooks.ts, a plugin that
 // exercises every part of the AssemblyScript library, with the library's
 // pinned asc (npm ci first when node_modules is missing).
-func asHooksWasm(t *testing.T) []byte {
+func asHooksWasm(t testing.TB) []byte {
 	t.Helper()
 	needNode(t)
 	asHooksOnce.Do(func() {
@@ -190,4 +190,12 @@ func TestAssemblyScriptLibrary(t *testing.T) {
 			t.Errorf("%d instances discarded", d)
 		}
 	})
+}
+
+// BenchmarkPluginCallASVote is BenchmarkPluginCall with the filter written
+// in AssemblyScript: decode the ~1 KB vote.cast's data (the library's JSON
+// reader) and keep a vote in favour. The bench task prints it as
+// plugin_call_as_vote_p50_us, beside the Go figure plugin_call_p50_us.
+func BenchmarkPluginCallASVote(b *testing.B) {
+	benchWasm(b, asHooksWasm(b), "as-hooks", `{"mode":"vote"}`)
 }

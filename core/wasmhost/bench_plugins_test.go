@@ -79,6 +79,12 @@ func benchExample(b *testing.B, name, config string) {
 	if wasm == nil {
 		b.Fatalf("plugins/build.sh built no %s", name)
 	}
+	benchWasm(b, wasm, name, config)
+}
+
+// benchWasm measures a chain of one plugin with config on the ~1 KB
+// vote.cast, as BenchmarkPluginCall does, and reports p50_us and p99_us.
+func benchWasm(b *testing.B, wasm []byte, name, config string) {
 	h := newHost(b, Config{PoolSize: 1})
 	load(b, h, wasm)
 	n := voteNotification()

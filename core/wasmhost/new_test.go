@@ -83,7 +83,7 @@ func pluginTest(t *testing.T, wasm string) string {
 
 // needNode skips a test when node and npm are missing, except under CI=true,
 // where .ci/run installs what the tests need and a missing tool is a failure.
-func needNode(t *testing.T) {
+func needNode(t testing.TB) {
 	t.Helper()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {

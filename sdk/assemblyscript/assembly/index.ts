@@ -65,7 +65,7 @@ export function abort(message: string | null, file: string | null, line: u32, co
   let msg = "abort";
   if (message !== null) msg += ": " + message;
   if (file !== null) msg += " at " + file + ":" + line.toString() + ":" + column.toString();
-  log(LEVEL_ERROR, msg);
+  log(3, msg); // LEVEL_ERROR, which may not be initialized yet when start-up aborts
   unreachable();
 }
 

@@ -13,14 +13,19 @@ export const enum Kind {
   Invalid = 6,
 }
 
+const noItems = new Array<JSONValue>(0);
+const noKeys = new Array<string>(0);
+
 // JSONValue is one parsed JSON value.
 export class JSONValue {
   kind: Kind = Kind.Null;
   bool: bool = false;
   // text is a string's value, a number as written, or an Invalid's error.
   text: string = "";
-  items: JSONValue[] = [];
-  keys: string[] = [];
+  // items and keys are an array's items or an object's values and keys;
+  // scalars share empty ones, so treat them as read-only.
+  items: JSONValue[] = noItems;
+  keys: string[] = noKeys;
 
   get isNull(): bool { return this.kind == Kind.Null; }
   get isValid(): bool { return this.kind != Kind.Invalid; }
@@ -102,14 +107,14 @@ class Parser {
     this.space();
     if (this.i >= this.s.length) return invalid("unexpected end", this.i);
     const c = this.s.charCodeAt(this.i);
-    const v = new JSONValue();
     if (c == 0x7b) return this.object(depth);
     if (c == 0x5b) return this.array(depth);
     if (c == 0x22) return this.string();
+    if (c == 0x2d || (c >= 0x30 && c <= 0x39)) return this.number();
+    const v = new JSONValue();
     if (this.literal("null")) return v;
     if (this.literal("true")) { v.kind = Kind.Bool; v.bool = true; return v; }
     if (this.literal("false")) { v.kind = Kind.Bool; return v; }
-    if (c == 0x2d || (c >= 0x30 && c <= 0x39)) return this.number();
     return invalid("unexpected character", this.i);
   }
 
@@ -149,7 +154,7 @@ class Parser {
     while (this.i < s.length) {
       const c = s.charCodeAt(this.i);
       if (c == 0x22) {
-        out += s.substring(run, this.i);
+        out = out.length == 0 ? s.substring(run, this.i) : out + s.substring(run, this.i);
         this.i++;
         const v = new JSONValue();
         v.kind = Kind.String;
@@ -191,6 +196,7 @@ class Parser {
   array(depth: i32): JSONValue {
     const v = new JSONValue();
     v.kind = Kind.Array;
+    v.items = new Array<JSONValue>();
     this.i++;
     this.space();
     if (this.i < this.s.length && this.s.charCodeAt(this.i) == 0x5d) { this.i++; return v; }
@@ -209,6 +215,8 @@ class Parser {
   object(depth: i32): JSONValue {
     const v = new JSONValue();
     v.kind = Kind.Object;
+    v.items = new Array<JSONValue>();
+    v.keys = new Array<string>();
     this.i++;
     this.space();
     if (this.i < this.s.length && this.s.charCodeAt(this.i) == 0x7d) { this.i++; return v; }

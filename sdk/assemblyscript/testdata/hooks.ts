@@ -28,6 +28,15 @@ filter((n: Notification, cfg: JSONValue): Decision => {
   if (m == "long") return Decision.drop("é".repeat(600));
   if (m == "abort") assert(false, "boom");
   if (m == "log") log(LEVEL_WARN, "hello from " + n.id);
+  if (m == "vote") {
+    // BenchmarkPluginCallASVote: what core/wasmhost/testdata/votefilter
+    // does in Go, decode the vote and keep it when in favour with a weight.
+    const v = parseJSON(n.data);
+    const support = v.get("support");
+    const weight = v.get("weight");
+    if (support !== null && support.text == "1" && weight !== null && weight.isString && weight.text.length > 0) return Decision.keep();
+    return Decision.drop();
+  }
   if (m == "weight") {
     const w = parseJSON(n.data).get("weight");
     return Decision.drop("weight " + (w === null ? "none" : w.text));
