@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"go/format"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,7 +109,16 @@ func TestNewGoPluginOutsideTheRepository(t *testing.T) {
 	if status := RunCLI(context.Background(), []string{"new", "my-filter", "--lang", "go", "--dir", filepath.Dir(dir), "--sdk", sdkDir(t)}, &stdout, &stderr); status != 0 {
 		t.Fatalf("plugin new: status %d\n%s%s", status, &stdout, &stderr)
 	}
-	env := []string{"GOPROXY=off", "GOFLAGS=-mod=mod", "GOWORK=off"}
+	for _, f := range []string{"main.go", "main_test.go"} {
+		src, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if formatted, err := format.Source(src); err != nil || !bytes.Equal(formatted, src) {
+			t.Errorf("%s is not gofmt-ed (%v)", f, err)
+		}
+	}
+	env := []string{"GOPROXY=off", "GOWORK=off"}
 	mods := run(t, dir, env, "go", "list", "-m", "all")
 	if got := strings.Split(strings.TrimSpace(mods), "\n"); len(got) != 2 || got[0] != "my-filter" || !strings.HasPrefix(got[1], "github.com/govgate/govgate/sdk ") {
 		t.Errorf("the plugin's build list is %q, want the plugin and the sdk module only", mods)
