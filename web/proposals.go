@@ -105,6 +105,7 @@ type quorumView struct {
 	Pct     int    // of the quorum; may pass 100
 	W       string // bar width, 0 to 100
 	Rule    string // which votes count toward quorum
+	Ended   bool   // unknown for good: canceled before the snapshot
 }
 
 // timingView is the time-driven part of a row: time left to vote, time
@@ -181,6 +182,7 @@ func quorumOf(p core.Proposal, abstain bool) quorumView {
 	}
 	q.Counted = tokens(counted.String())
 	if p.Quorum == nil {
+		q.Ended = p.State != core.ProposalPending && p.State != ""
 		return q
 	}
 	need := decimal(*p.Quorum)

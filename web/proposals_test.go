@@ -47,6 +47,12 @@ func TestQuorumOf(t *testing.T) {
 		{"past the quorum, bar full", core.Proposal{ForVotes: "3000000000000000000000", Quorum: q("2000000000000000000000"), QuorumReached: true}, false, true, 150, "100", "for votes", true, "3K"},
 		{"pending: not known yet", core.Proposal{ForVotes: "0", State: core.ProposalPending}, true, false, 0, "", "for + abstain", false, "0"},
 	}
+	if q := quorumOf(core.Proposal{State: core.ProposalCanceled}, true); q.Known || !q.Ended {
+		t.Errorf("canceled before its snapshot: %+v", q)
+	}
+	if q := quorumOf(core.Proposal{State: core.ProposalPending}, true); q.Known || q.Ended {
+		t.Errorf("pending: %+v", q)
+	}
 	for _, tt := range tests {
 		got := quorumOf(tt.p, tt.abstain)
 		if got.Known != tt.known || got.Pct != tt.pct || got.W != tt.w || got.Rule != tt.rule || got.Reached != tt.reached || got.Counted != tt.counted {
@@ -130,6 +136,7 @@ func TestProposalPages(t *testing.T) {
 			"Backfill", "655,732 of 874,310 blocks", "412.5 events/s", "about 2 min left", "#21874311", `href="/admin/ui/proposals?dao=ens"`,
 		}, []string{"Create a Unichain security council"}},
 		{"every DAO", "/admin/ui/proposals", 200, []string{`id="proposals"`, "Deploy Uniswap v4 on Unichain", "[Constitutional] Upgrade the ArbOS version", `<option value="executed" >Executed</option>`}, nil},
+		{"canceled before its snapshot", "/admin/ui/proposals?dao=uniswap&state=canceled", 200, []string{"Lower the proposal threshold to 1M"}, []string{"No quorum"}},
 		{"one DAO, every state", "/admin/ui/proposals?dao=uniswap", 200, []string{
 			"Uniswap proposals", "pstate-pending", "pstate-active", "pstate-canceled", "pstate-defeated", "pstate-succeeded", "pstate-queued", "pstate-expired", "pstate-executed",
 			"✓</span> Quorum reached", "30% of quorum", "12M of 40M (for votes)", "in ≈ 1 h", "executable in 26 h 30 min", "0x8E4E…a42E",
