@@ -179,7 +179,7 @@ func TestComposeFile(t *testing.T) {
 			if len(checked) == 0 {
 				checked["api"] = true
 			}
-			if !maps(checked, only) {
+			if !sameSet(checked, only) {
 				t.Errorf("healthcheck probes %v, the service runs %v", keys(checked), keys(only))
 			}
 		})
@@ -215,7 +215,7 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
-func maps(a, b map[string]bool) bool { return slices.Equal(keys(a), keys(b)) }
+func sameSet(a, b map[string]bool) bool { return slices.Equal(keys(a), keys(b)) }
 
 // variable is Compose's interpolation: ${NAME}, ${NAME:-default},
 // ${NAME-default}, ${NAME:?error}, ${NAME?error}.
