@@ -1,6 +1,8 @@
 package web
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -232,4 +234,47 @@ func html(body string) string {
 	s := tags.ReplaceAllString(body, " ")
 	s = strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">", "&#43;", "+", "&#34;", `"`, "&#39;", "'").Replace(s)
 	return spaces.ReplaceAllString(s, " ")
+}
+
+// TestProposalVotesAndEscaping pages through a proposal's votes and shows
+// that on-chain text (titles, descriptions, reasons) is escaped.
+func TestProposalVotesAndEscaping(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, false)
+	const id = "4242"
+	evil := `<img src=x onerror="alert(1)">`
+	p := core.Proposal{DAO: "ens", ChainID: 1, ProposalID: id, Proposer: "0x8E4ED221fa034245F14205f781E0b13C5bd6a42E",
+		Title: "Pay " + evil, Description: "# Pay " + evil + "\n\n<script>alert(2)</script>", VoteStart: 100, VoteEnd: 200,
+		Clock: core.ClockBlockNumber, State: core.ProposalDefeated, ForVotes: "0", AgainstVotes: "55", AbstainVotes: "0",
+		CreatedBlock: 90, CreatedTx: fmt.Sprintf("0x%064x", 1), UpdatedBlock: 201}
+	var votes []core.Vote
+	for i := range 55 {
+		votes = append(votes, core.Vote{DAO: "ens", ChainID: 1, ProposalID: id, Voter: fmt.Sprintf("0x%040x", i+1), Support: 0, Weight: "1",
+			Reason: fmt.Sprintf("reason %d %s", i, evil), BlockNumber: uint64(110 + i), BlockHash: fmt.Sprintf("0x%064x", 500+i),
+			TxHash: fmt.Sprintf("0x%064x", 1000+i), LogIndex: 0})
+	}
+	if err := s.st.ApplyBatch(context.Background(), core.IndexBatch{DAO: "ens", ChainID: 1, Cursor: core.Cursor{Block: 300, Hash: fmt.Sprintf("0x%064x", 9)},
+		Proposals: []core.Proposal{p}, Votes: votes}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := signIn(t, s)
+	_, body := send(t, c, "GET", s.srv.URL+"/admin/ui/proposals/ens/"+id, nil)
+	if strings.Contains(body, "<img src=x") || strings.Contains(body, "<script>alert") {
+		t.Fatalf("on-chain text is not escaped:\n%s", body)
+	}
+	if n := strings.Count(body, "reason "); n != votesPage {
+		t.Fatalf("first page of votes: %d, want %d", n, votesPage)
+	}
+	m := regexp.MustCompile(`href="(/admin/ui/proposals/ens/4242\?before=\d+)">Older votes`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no link to older votes:\n%s", body)
+	}
+	_, body = send(t, c, "GET", s.srv.URL+m[1], nil)
+	if n := strings.Count(body, "reason "); n != 55-votesPage || strings.Contains(body, "Older votes") || !strings.Contains(body, "reason 0 ") {
+		t.Fatalf("second page: %d votes\n%s", n, body)
+	}
+	_, body = send(t, c, "GET", s.srv.URL+"/admin/ui/proposals?dao=ens", nil)
+	if strings.Contains(body, "<img src=x") || !strings.Contains(body, "Pay &lt;img") {
+		t.Fatalf("the list does not escape titles:\n%s", body)
+	}
 }
