@@ -25,6 +25,7 @@ var allowed = map[string][]string{
 	"core/delivery": {"core", "core/signing"},
 	"core/health":   {"core"},
 	"core/indexer":  {"core"},
+	"core/tracing":  {"core"},
 	"core/wasmhost": {"core", "sdk/abi"},
 	// The dev chain serves what the gateway connects to.
 	"core/devchain": {"core", "core/chain"},

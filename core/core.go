@@ -42,6 +42,10 @@ type DAO struct {
 	Governor   string       `json:"governor" yaml:"governor"`
 	Kind       GovernorKind `json:"kind" yaml:"kind"`
 	StartBlock uint64       `json:"startBlock" yaml:"start_block"`
+	// Token is the voting token whose delegations are indexed. Empty: the
+	// governor's token() (OpenZeppelin, Bravo-style), uni() or comp()
+	// (Uniswap's and Compound's governors).
+	Token string `json:"token,omitempty" yaml:"token"`
 	// NotifyFromBlock, when positive, is the first block whose events and
 	// time-driven changes are pushed to webhooks. Zero: the block after the
 	// one where the DAO's indexer first reached the confirmed head, so that

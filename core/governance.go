@@ -165,6 +165,9 @@ type IndexBatch struct {
 	// Votes are inserted; a vote already stored (same ChainID, TxHash,
 	// LogIndex) is left as it is.
 	Votes []Vote
+	// TokenEvents are the voting token's delegation events, in chain order;
+	// the store keeps them and the delegates and delegations they make.
+	TokenEvents []TokenEvent
 	// Notifications are inserted with their delivery fan-out; one whose ID
 	// is already stored is skipped.
 	Notifications []Notification

@@ -148,7 +148,9 @@ func checkTimeDriven(t *testing.T, p *proc, c *devchain.Chain) {
 	for _, d := range c.DAOs() {
 		_, body := do(t, "GET", "http://"+p.api+"/"+d.Slug+"/health", "", nil)
 		var h struct {
-			Checks struct{ Indexer struct{ NotifyFromBlock, LastIndexedBlock uint64 } }
+			Checks struct {
+				Indexer struct{ NotifyFromBlock, LastIndexedBlock uint64 }
+			}
 		}
 		json.Unmarshal(body, &h)
 		_, body = do(t, "GET", "http://"+p.api+"/"+d.Slug+"/proposals?limit=500", "", nil)

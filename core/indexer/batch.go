@@ -107,6 +107,13 @@ type builder struct {
 	// timed are the time-driven notifications of the batch, rendered by
 	// finish once the proposals' tallies and quorum are final.
 	timed []timedNote
+	// tokenNotes are the batch's delegation notifications: index in
+	// batch.Notifications, index in batch.TokenEvents.
+	tokenNotes [][2]int
+	// lastChange is the index in batch.TokenEvents of the last
+	// DelegateChanged, whose moved amount the DelegateVotesChanged of the
+	// same transaction tell; -1 for none.
+	lastChange int
 
 	proposals  map[string]*tracked // by proposal id; nil value: not in the store
 	dirty      []string            // proposals changed in the current block
@@ -120,6 +127,7 @@ func newBuilder(r *Runner, d *daoState, notifyFrom uint64) *builder {
 		r:          r,
 		d:          d,
 		notifyFrom: notifyFrom,
+		lastChange: -1,
 		batch:      Batch{DAO: d.dao.Slug, ChainID: r.chainID},
 		proposals:  map[string]*tracked{},
 		blockTimes: map[uint64]time.Time{},
@@ -146,6 +154,13 @@ func (b *builder) add(ctx context.Context, logs []types.Log) error {
 		if l.BlockNumber != lastRef || len(b.batch.Blocks) == 0 {
 			b.batch.Blocks = append(b.batch.Blocks, BlockRef{Number: l.BlockNumber, Hash: l.BlockHash.Hex()})
 			lastRef = l.BlockNumber
+		}
+		if tok := b.d.info.token; l.Address == tok && tok != (common.Address{}) {
+			b.applyToken(l)
+			continue
+		}
+		if l.Address != b.d.governor {
+			continue
 		}
 		ev, err := decodeLog(l)
 		if err == errNotGovernorEvent {

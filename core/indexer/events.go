@@ -66,6 +66,29 @@ const alphaEventsABI = `[
  {"name":"votes","type":"uint256","indexed":false}]}
 ]`
 
+// tokenEventsABI lists the voting token's delegation events. ERC20Votes and
+// ERC721Votes (OpenZeppelin 4.x and 5.x) and Compound's and Uniswap's
+// tokens declare them alike (Compound names the amounts previousBalance
+// and newBalance): the same topics.
+const tokenEventsABI = `[
+{"type":"event","name":"DelegateChanged","anonymous":false,"inputs":[
+ {"name":"delegator","type":"address","indexed":true},
+ {"name":"fromDelegate","type":"address","indexed":true},
+ {"name":"toDelegate","type":"address","indexed":true}]},
+{"type":"event","name":"DelegateVotesChanged","anonymous":false,"inputs":[
+ {"name":"delegate","type":"address","indexed":true},
+ {"name":"previousVotes","type":"uint256","indexed":false},
+ {"name":"newVotes","type":"uint256","indexed":false}]}
+]`
+
+var (
+	tokenABI             = mustABI(tokenEventsABI)
+	delegateChanged      = tokenABI.Events["DelegateChanged"]
+	delegateVotesChanged = tokenABI.Events["DelegateVotesChanged"]
+	// tokenTopics is the topic-0 filter of a token's eth_getLogs.
+	tokenTopics = []common.Hash{delegateChanged.ID, delegateVotesChanged.ID}
+)
+
 var (
 	governorABI = mustABI(governorEventsABI)
 	// alphaVoteCast is GovernorAlpha's VoteCast event.
@@ -74,6 +97,8 @@ var (
 	eventsByTopic = map[common.Hash]*abi.Event{}
 	// eventTopics is the topic-0 filter of eth_getLogs.
 	eventTopics []common.Hash
+	// allTopics adds the token's delegation events.
+	allTopics []common.Hash
 )
 
 func init() {
@@ -84,6 +109,7 @@ func init() {
 		eventTopics = append(eventTopics, ev.ID)
 	}
 	eventTopics = append(eventTopics, alphaVoteCast.ID)
+	allTopics = append(append([]common.Hash(nil), eventTopics...), tokenTopics...)
 }
 
 func mustABI(s string) abi.ABI {
@@ -211,6 +237,44 @@ func decodeLog(l *types.Log) (*event, error) {
 		}
 	}
 	return ev, nil
+}
+
+// tokenLog is one decoded delegation log.
+type tokenLog struct {
+	changed                 bool // DelegateChanged, else DelegateVotesChanged
+	delegator, from, to     common.Address
+	delegate                common.Address
+	previousVotes, newVotes *big.Int
+}
+
+// decodeTokenLog decodes a DelegateChanged or DelegateVotesChanged log.
+func decodeTokenLog(l *types.Log) (*tokenLog, error) {
+	if len(l.Topics) == 0 {
+		return nil, errNotGovernorEvent
+	}
+	switch l.Topics[0] {
+	case delegateChanged.ID:
+		if len(l.Topics) != 4 {
+			return nil, fmt.Errorf("DelegateChanged: %d topics, want 4", len(l.Topics))
+		}
+		return &tokenLog{changed: true, delegator: common.BytesToAddress(l.Topics[1].Bytes()),
+			from: common.BytesToAddress(l.Topics[2].Bytes()), to: common.BytesToAddress(l.Topics[3].Bytes())}, nil
+	case delegateVotesChanged.ID:
+		if len(l.Topics) != 2 {
+			return nil, fmt.Errorf("DelegateVotesChanged: %d topics, want 2", len(l.Topics))
+		}
+		vals, err := delegateVotesChanged.Inputs.NonIndexed().Unpack(l.Data)
+		if err != nil {
+			return nil, fmt.Errorf("DelegateVotesChanged: %w", err)
+		}
+		prev, ok1 := vals[0].(*big.Int)
+		next, ok2 := vals[1].(*big.Int)
+		if !ok1 || !ok2 {
+			return nil, errors.New("DelegateVotesChanged: unexpected decoded types")
+		}
+		return &tokenLog{delegate: common.BytesToAddress(l.Topics[1].Bytes()), previousVotes: prev, newVotes: next}, nil
+	}
+	return nil, errNotGovernorEvent
 }
 
 // decodeAlphaVote decodes GovernorAlpha's VoteCast(address,uint256,bool,uint256)

@@ -24,6 +24,9 @@ const governorCallsABI = `[
 {"type":"function","name":"CLOCK_MODE","stateMutability":"view","inputs":[],"outputs":[{"name":"","type":"string"}]},
 {"type":"function","name":"timelock","stateMutability":"view","inputs":[],"outputs":[{"name":"","type":"address"}]},
 {"type":"function","name":"GRACE_PERIOD","stateMutability":"view","inputs":[],"outputs":[{"name":"","type":"uint256"}]},
+{"type":"function","name":"token","stateMutability":"view","inputs":[],"outputs":[{"name":"","type":"address"}]},
+{"type":"function","name":"uni","stateMutability":"view","inputs":[],"outputs":[{"name":"","type":"address"}]},
+{"type":"function","name":"comp","stateMutability":"view","inputs":[],"outputs":[{"name":"","type":"address"}]},
 {"type":"function","name":"proposalDeadline","stateMutability":"view","inputs":[{"name":"proposalId","type":"uint256"}],"outputs":[{"name":"","type":"uint256"}]}
 ]`
 
@@ -36,6 +39,9 @@ type governorInfo struct {
 	// expires grace seconds after its ETA. Zero when the governor's
 	// timelock has none (OpenZeppelin's TimelockController).
 	grace uint64
+	// token is the voting token; zero when the governor names none and
+	// none is configured.
+	token common.Address
 }
 
 // caller makes the indexer's eth_calls against one governor, counting them.
@@ -154,6 +160,22 @@ func (c caller) info(ctx context.Context) (governorInfo, error) {
 		}
 	case !isRevert(err):
 		return gi, err
+	}
+	if c.d.dao.Token != "" {
+		gi.token = common.HexToAddress(c.d.dao.Token)
+		return gi, nil
+	}
+	for _, getter := range []string{"token", "uni", "comp"} {
+		v, err := c.call(ctx, c.governor, nil, getter)
+		switch {
+		case err == nil:
+			if a, _ := v.(common.Address); a != (common.Address{}) {
+				gi.token = a
+				return gi, nil
+			}
+		case !isRevert(err):
+			return gi, err
+		}
 	}
 	return gi, nil
 }

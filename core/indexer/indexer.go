@@ -439,7 +439,7 @@ func (r *Runner) syncDAO(ctx context.Context, d *daoState, target uint64, target
 			return fmt.Errorf("governor: %w", err)
 		}
 		d.info = &gi
-		r.log.Info("governor", "dao", d.dao.Slug, "kind", d.dao.Kind, "clock", gi.clock, "grace_period_s", gi.grace)
+		r.log.Info("governor", "dao", d.dao.Slug, "kind", d.dao.Kind, "clock", gi.clock, "grace_period_s", gi.grace, "token", gi.token)
 	}
 	from := d.dao.StartBlock
 	var prev *Cursor
@@ -550,11 +550,16 @@ func (r *Runner) readRange(ctx context.Context, d *daoState, from, to uint64) ([
 	if err != nil {
 		return nil, common.Hash{}, 0, fmt.Errorf("block %d: %w", to, err)
 	}
+	addrs, topics := []common.Address{d.governor}, eventTopics
+	if d.info != nil && d.info.token != (common.Address{}) {
+		// One eth_getLogs for the governor and its token.
+		addrs, topics = append(addrs, d.info.token), allTopics
+	}
 	logs, err := r.chain.FilterLogs(ctx, ethereum.FilterQuery{
 		FromBlock: new(big.Int).SetUint64(from),
 		ToBlock:   toBig,
-		Addresses: []common.Address{d.governor},
-		Topics:    [][]common.Hash{eventTopics},
+		Addresses: addrs,
+		Topics:    [][]common.Hash{topics},
 	})
 	if err != nil {
 		return nil, common.Hash{}, 0, err

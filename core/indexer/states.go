@@ -339,6 +339,9 @@ func (b *builder) trackedInOrder() []*tracked {
 // notifications with the proposals' final figures.
 func (b *builder) finish() error {
 	b.flush()
+	if err := b.finishTokens(); err != nil {
+		return err
+	}
 	for _, n := range b.timed {
 		p := n.t.p
 		id, _ := new(big.Int).SetString(p.ProposalID, 10)

@@ -298,6 +298,9 @@ func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) (err error) {
 				return fmt.Errorf("insert votes: %w", err)
 			}
 		}
+		if err := s.applyTokens(tx, b); err != nil {
+			return err
+		}
 		for _, n := range b.Notifications {
 			ok, err := s.InsertNotificationTx(tx, n, "indexer")
 			if err != nil {
@@ -353,6 +356,10 @@ func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) (err error) {
 func (s *Store) Rollback(ctx context.Context, chainID uint64, to core.BlockRef) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		n := to.Number
+		affected, err := affectedAbove(tx, chainID, n)
+		if err != nil {
+			return err
+		}
 		for _, stmt := range []string{
 			`DELETE FROM votes WHERE chain_id = ? AND block_number > ?`,
 			`DELETE FROM chain_blocks WHERE chain_id = ? AND number > ?`,
@@ -387,6 +394,9 @@ func (s *Store) Rollback(ctx context.Context, chainID uint64, to core.BlockRef) 
 			if err := tx.Model(&proposalRow{}).Where("dao = ? AND proposal_id = ?", c.DAO, c.ProposalID).Select(proposalColumns).Updates(&row).Error; err != nil {
 				return err
 			}
+		}
+		if err := rollbackTokens(tx, chainID, n, affected); err != nil {
+			return fmt.Errorf("roll back delegations: %w", err)
 		}
 		return tx.Exec(`UPDATE chain_cursors SET block = ?, hash = ?, updated_at = ? WHERE chain_id = ? AND block > ?`,
 			n, to.Hash, s.now(), chainID, n).Error

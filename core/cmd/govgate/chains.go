@@ -104,7 +104,7 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 func (s *chainService) Health() httpapi.HealthSource { return s.monitor }
 
 func (s *chainService) APIRoutes() []func(*gin.Engine) {
-	return []func(*gin.Engine){httpapi.ProposalRoutes(s.st, s.daos, s.log)}
+	return []func(*gin.Engine){httpapi.ProposalRoutes(s.st, s.daos, s.log), httpapi.DelegateRoutes(s.st, s.daos, s.log)}
 }
 
 func (s *chainService) AdminRoutes() []func(*gin.RouterGroup) {

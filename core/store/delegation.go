@@ -1,0 +1,655 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/govgate/govgate/core"
+)
+
+// The voting token's delegations. token_events keeps every
+// DelegateChanged and DelegateVotesChanged as the chain emitted it (the
+// truth a reorganisation rolls back to); delegates, delegations and
+// delegated_powers are what the events make, updated with each batch:
+//
+//	delegates        one row per account that held power, had delegators
+//	                 or voted: its power, delegator count, votes cast
+//	delegations      one row per delegator: whom it delegates to, since when
+//	delegated_powers the DAO's total delegated power after each block that
+//	                 changed it, for "turnout at the snapshot"
+//
+// Voting power is a uint256: it is kept as its decimal text and as
+// power_key, the same number zero-padded to 78 digits, whose text order is
+// its numeric order on every database, so that the leaderboard is an index
+// scan.
+
+type tokenEventRow struct {
+	ID            int64  `gorm:"primaryKey;autoIncrement"`
+	DAO           string `gorm:"column:dao"`
+	ChainID       uint64
+	BlockNumber   uint64
+	TxHash        string
+	LogIndex      uint
+	Kind          int8   // 1 DelegateChanged, 2 DelegateVotesChanged
+	Account       string // the delegator (1) or the delegate (2)
+	FromDelegate  string
+	ToDelegate    string
+	Moved         string
+	PreviousVotes string
+	NewVotes      string
+	At            time.Time
+}
+
+func (tokenEventRow) TableName() string { return "token_events" }
+
+type delegateRow struct {
+	DAO             string `gorm:"column:dao;primaryKey"`
+	Address         string `gorm:"primaryKey"`
+	Power           string
+	PowerKey        string
+	Delegators      int64
+	VotesCast       int64
+	FirstPowerBlock uint64
+	LastVoteAt      *time.Time
+	UpdatedBlock    uint64
+}
+
+func (delegateRow) TableName() string { return "delegates" }
+
+type delegationRow struct {
+	DAO        string `gorm:"column:dao;primaryKey"`
+	Delegator  string `gorm:"primaryKey"`
+	Delegate   string
+	SinceBlock uint64
+	SinceAt    time.Time
+	TxHash     string
+}
+
+func (delegationRow) TableName() string { return "delegations" }
+
+type powerRow struct {
+	DAO   string `gorm:"column:dao;primaryKey"`
+	Block uint64 `gorm:"primaryKey;autoIncrement:false"`
+	At    time.Time
+	Total string
+}
+
+func (powerRow) TableName() string { return "delegated_powers" }
+
+const (
+	kindChanged int8 = 1
+	kindVotes   int8 = 2
+)
+
+func migrate0008(tx *gorm.DB) error {
+	type TokenEvent struct {
+		ID            int64     `gorm:"primaryKey;autoIncrement"`
+		DAO           string    `gorm:"column:dao;size:64;not null;uniqueIndex:ux_token_events_log,priority:1;index:ix_token_events_account,priority:1"`
+		ChainID       uint64    `gorm:"not null;uniqueIndex:ux_token_events_log,priority:2;index:ix_token_events_block,priority:1"`
+		BlockNumber   uint64    `gorm:"not null;index:ix_token_events_block,priority:2;index:ix_token_events_account,priority:3"`
+		TxHash        string    `gorm:"size:66;not null;uniqueIndex:ux_token_events_log,priority:3"`
+		LogIndex      uint      `gorm:"not null;uniqueIndex:ux_token_events_log,priority:4"`
+		Kind          int8      `gorm:"not null"`
+		Account       string    `gorm:"size:42;not null;index:ix_token_events_account,priority:2"`
+		FromDelegate  string    `gorm:"size:42;not null"`
+		ToDelegate    string    `gorm:"size:42;not null"`
+		Moved         string    `gorm:"size:80;not null"`
+		PreviousVotes string    `gorm:"size:80;not null"`
+		NewVotes      string    `gorm:"size:80;not null"`
+		At            time.Time `gorm:"not null"`
+	}
+	type Delegate struct {
+		DAO             string `gorm:"column:dao;primaryKey;size:64;index:ix_delegates_power,priority:1;index:ix_delegates_delegators,priority:1;index:ix_delegates_votes,priority:1"`
+		Address         string `gorm:"primaryKey;size:42;index:ix_delegates_power,priority:3;index:ix_delegates_delegators,priority:3;index:ix_delegates_votes,priority:3"`
+		Power           string `gorm:"size:80;not null"`
+		PowerKey        string `gorm:"size:78;not null;index:ix_delegates_power,priority:2"`
+		Delegators      int64  `gorm:"not null;index:ix_delegates_delegators,priority:2"`
+		VotesCast       int64  `gorm:"not null;index:ix_delegates_votes,priority:2"`
+		FirstPowerBlock uint64 `gorm:"not null"`
+		LastVoteAt      *time.Time
+		UpdatedBlock    uint64 `gorm:"not null"`
+	}
+	type Delegation struct {
+		DAO        string    `gorm:"column:dao;primaryKey;size:64;index:ix_delegations_delegate,priority:1"`
+		Delegator  string    `gorm:"primaryKey;size:42;index:ix_delegations_delegate,priority:3"`
+		Delegate   string    `gorm:"size:42;not null;index:ix_delegations_delegate,priority:2"`
+		SinceBlock uint64    `gorm:"not null"`
+		SinceAt    time.Time `gorm:"not null"`
+		TxHash     string    `gorm:"size:66;not null"`
+	}
+	type DelegatedPower struct {
+		DAO   string    `gorm:"column:dao;primaryKey;size:64"`
+		Block uint64    `gorm:"primaryKey;autoIncrement:false"`
+		At    time.Time `gorm:"not null"`
+		Total string    `gorm:"size:80;not null"`
+	}
+	if err := tx.Migrator().CreateTable(&TokenEvent{}, &Delegate{}, &Delegation{}, &DelegatedPower{}); err != nil {
+		return err
+	}
+	// A delegate's vote history, and its votes cast after a rollback.
+	return tx.Exec(`CREATE INDEX ix_votes_voter ON votes (dao, voter, id)`).Error
+}
+
+func rollback0008(tx *gorm.DB) error {
+	if err := tx.Exec(`DROP INDEX ix_votes_voter`).Error; err != nil {
+		return err
+	}
+	return tx.Migrator().DropTable("delegated_powers", "delegations", "delegates", "token_events")
+}
+
+// powerKey is v zero-padded to 78 digits: text order is numeric order.
+func powerKey(v string) string {
+	if len(v) >= 78 {
+		return v
+	}
+	return strings.Repeat("0", 78-len(v)) + v
+}
+
+func dec(s string) *big.Int {
+	v, ok := new(big.Int).SetString(s, 10)
+	if !ok {
+		return new(big.Int)
+	}
+	return v
+}
+
+const zeroAddress = "0x0000000000000000000000000000000000000000"
+
+// applyTokens writes a batch's delegation events and what they make, and
+// counts its votes on the voters' delegate rows, in the batch's transaction.
+func (s *Store) applyTokens(tx *gorm.DB, b core.IndexBatch) error {
+	if len(b.TokenEvents) == 0 && len(b.Votes) == 0 {
+		return nil
+	}
+	rows := make([]tokenEventRow, 0, len(b.TokenEvents))
+	delegations := map[string]delegationRow{} // by delegator: the batch's last
+	type change struct {
+		power      *string
+		powerBlock uint64
+		firstPower uint64
+		delegators int64
+		votes      int64
+		lastVote   *time.Time
+		block      uint64
+	}
+	changes := map[string]*change{}
+	get := func(addr string) *change {
+		c := changes[addr]
+		if c == nil {
+			c = &change{}
+			changes[addr] = c
+		}
+		return c
+	}
+	var totalDelta []struct {
+		block uint64
+		at    time.Time
+		delta *big.Int
+	}
+	for _, e := range b.TokenEvents {
+		r := tokenEventRow{DAO: b.DAO, ChainID: b.ChainID, BlockNumber: e.BlockNumber, TxHash: e.TxHash, LogIndex: e.LogIndex, At: e.At.UTC()}
+		if e.Kind == core.TypeDelegateChanged {
+			r.Kind, r.Account, r.FromDelegate, r.ToDelegate, r.Moved = kindChanged, e.Delegator, e.FromDelegate, e.ToDelegate, e.Moved
+			delegations[e.Delegator] = delegationRow{DAO: b.DAO, Delegator: e.Delegator, Delegate: e.ToDelegate,
+				SinceBlock: e.BlockNumber, SinceAt: e.At.UTC(), TxHash: e.TxHash}
+			if e.FromDelegate != zeroAddress {
+				c := get(e.FromDelegate)
+				c.delegators--
+				c.block = max(c.block, e.BlockNumber)
+			}
+			if e.ToDelegate != zeroAddress {
+				c := get(e.ToDelegate)
+				c.delegators++
+				c.block = max(c.block, e.BlockNumber)
+			}
+		} else {
+			r.Kind, r.Account, r.PreviousVotes, r.NewVotes = kindVotes, e.Delegate, e.PreviousVotes, e.NewVotes
+			c := get(e.Delegate)
+			p := e.NewVotes
+			c.power, c.powerBlock, c.block = &p, e.BlockNumber, max(c.block, e.BlockNumber)
+			if c.firstPower == 0 && dec(p).Sign() > 0 {
+				c.firstPower = e.BlockNumber
+			}
+			d := new(big.Int).Sub(dec(e.NewVotes), dec(e.PreviousVotes))
+			if n := len(totalDelta); n > 0 && totalDelta[n-1].block == e.BlockNumber {
+				totalDelta[n-1].delta.Add(totalDelta[n-1].delta, d)
+			} else {
+				totalDelta = append(totalDelta, struct {
+					block uint64
+					at    time.Time
+					delta *big.Int
+				}{e.BlockNumber, e.At.UTC(), d})
+			}
+		}
+		rows = append(rows, r)
+	}
+	for _, v := range b.Votes {
+		c := get(v.Voter)
+		c.votes++
+		at := v.CastAt.UTC()
+		if c.lastVote == nil || at.After(*c.lastVote) {
+			c.lastVote = &at
+		}
+		c.block = max(c.block, v.BlockNumber)
+	}
+	if len(rows) > 0 {
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(rows, 500).Error; err != nil {
+			return fmt.Errorf("insert token events: %w", err)
+		}
+	}
+	if len(delegations) > 0 {
+		list := make([]delegationRow, 0, len(delegations))
+		for _, d := range delegations {
+			list = append(list, d)
+		}
+		sort.Slice(list, func(i, j int) bool { return list[i].Delegator < list[j].Delegator })
+		if err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "dao"}, {Name: "delegator"}},
+			DoUpdates: clause.AssignmentColumns([]string{"delegate", "since_block", "since_at", "tx_hash"}),
+		}).CreateInBatches(list, 500).Error; err != nil {
+			return fmt.Errorf("upsert delegations: %w", err)
+		}
+	}
+	if len(changes) > 0 {
+		addrs := make([]string, 0, len(changes))
+		for a := range changes {
+			addrs = append(addrs, a)
+		}
+		sort.Strings(addrs)
+		existing := map[string]delegateRow{}
+		for i := 0; i < len(addrs); i += 500 {
+			var found []delegateRow
+			if err := tx.Where("dao = ? AND address IN ?", b.DAO, addrs[i:min(i+500, len(addrs))]).Find(&found).Error; err != nil {
+				return fmt.Errorf("load delegates: %w", err)
+			}
+			for _, r := range found {
+				existing[r.Address] = r
+			}
+		}
+		out := make([]delegateRow, 0, len(addrs))
+		for _, a := range addrs {
+			c := changes[a]
+			r, ok := existing[a]
+			if !ok {
+				r = delegateRow{DAO: b.DAO, Address: a, Power: "0"}
+			}
+			if c.power != nil {
+				r.Power = *c.power
+			}
+			r.PowerKey = powerKey(r.Power)
+			r.Delegators += c.delegators
+			r.VotesCast += c.votes
+			if c.lastVote != nil && (r.LastVoteAt == nil || c.lastVote.After(*r.LastVoteAt)) {
+				r.LastVoteAt = c.lastVote
+			}
+			if r.FirstPowerBlock == 0 {
+				r.FirstPowerBlock = c.firstPower
+			}
+			r.UpdatedBlock = max(r.UpdatedBlock, c.block)
+			out = append(out, r)
+		}
+		if err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "dao"}, {Name: "address"}},
+			DoUpdates: clause.AssignmentColumns([]string{"power", "power_key", "delegators", "votes_cast", "first_power_block", "last_vote_at", "updated_block"}),
+		}).CreateInBatches(out, 500).Error; err != nil {
+			return fmt.Errorf("upsert delegates: %w", err)
+		}
+	}
+	if len(totalDelta) > 0 {
+		var last []powerRow
+		if err := tx.Where("dao = ?", b.DAO).Order("block DESC").Limit(1).Find(&last).Error; err != nil {
+			return fmt.Errorf("load delegated power: %w", err)
+		}
+		total := new(big.Int)
+		if len(last) > 0 {
+			total = dec(last[0].Total)
+		}
+		list := make([]powerRow, 0, len(totalDelta))
+		for _, d := range totalDelta {
+			total.Add(total, d.delta)
+			list = append(list, powerRow{DAO: b.DAO, Block: d.block, At: d.at, Total: total.String()})
+		}
+		if err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "dao"}, {Name: "block"}},
+			DoUpdates: clause.AssignmentColumns([]string{"at", "total"}),
+		}).CreateInBatches(list, 500).Error; err != nil {
+			return fmt.Errorf("record delegated power: %w", err)
+		}
+	}
+	return nil
+}
+
+// tokenAccounts are the accounts whose delegation rows a rollback above a
+// block must recompute.
+type tokenAccounts struct {
+	delegators map[[2]string]bool // dao, account
+	delegates  map[[2]string]bool
+}
+
+// affectedAbove collects, before a rollback deletes anything, the accounts
+// whose rows events above block n made.
+func affectedAbove(tx *gorm.DB, chainID, n uint64) (tokenAccounts, error) {
+	a := tokenAccounts{delegators: map[[2]string]bool{}, delegates: map[[2]string]bool{}}
+	var evs []tokenEventRow
+	if err := tx.Select("dao", "kind", "account", "from_delegate", "to_delegate").
+		Where("chain_id = ? AND block_number > ?", chainID, n).Find(&evs).Error; err != nil {
+		return a, err
+	}
+	for _, e := range evs {
+		if e.Kind == kindChanged {
+			a.delegators[[2]string{e.DAO, e.Account}] = true
+			a.delegates[[2]string{e.DAO, e.FromDelegate}] = true
+			a.delegates[[2]string{e.DAO, e.ToDelegate}] = true
+		} else {
+			a.delegates[[2]string{e.DAO, e.Account}] = true
+		}
+	}
+	var voters []voteRow
+	if err := tx.Select("dao", "voter").Where("chain_id = ? AND block_number > ?", chainID, n).Find(&voters).Error; err != nil {
+		return a, err
+	}
+	for _, v := range voters {
+		a.delegates[[2]string{v.DAO, v.Voter}] = true
+	}
+	delete(a.delegates, [2]string{})
+	for k := range a.delegates {
+		if k[1] == zeroAddress {
+			delete(a.delegates, k)
+		}
+	}
+	return a, nil
+}
+
+// rollbackTokens undoes the delegation events above block n of a chain
+// (votes above it are already deleted) and recomputes the rows they made
+// from the events at or below it.
+func rollbackTokens(tx *gorm.DB, chainID, n uint64, a tokenAccounts) error {
+	for _, q := range []string{
+		`DELETE FROM token_events WHERE chain_id = ? AND block_number > ?`,
+		`DELETE FROM delegated_powers WHERE dao IN (SELECT dao FROM chain_cursors WHERE chain_id = ?) AND block > ?`,
+	} {
+		if err := tx.Exec(q, chainID, n).Error; err != nil {
+			return err
+		}
+	}
+	for k := range a.delegators {
+		var last []tokenEventRow
+		if err := tx.Where("dao = ? AND account = ? AND kind = ?", k[0], k[1], kindChanged).
+			Order("block_number DESC, log_index DESC").Limit(1).Find(&last).Error; err != nil {
+			return err
+		}
+		if len(last) == 0 {
+			if err := tx.Where("dao = ? AND delegator = ?", k[0], k[1]).Delete(&delegationRow{}).Error; err != nil {
+				return err
+			}
+			continue
+		}
+		e := last[0]
+		row := delegationRow{DAO: k[0], Delegator: k[1], Delegate: e.ToDelegate, SinceBlock: e.BlockNumber, SinceAt: e.At, TxHash: e.TxHash}
+		if err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "dao"}, {Name: "delegator"}},
+			DoUpdates: clause.AssignmentColumns([]string{"delegate", "since_block", "since_at", "tx_hash"}),
+		}).Create(&row).Error; err != nil {
+			return err
+		}
+	}
+	for k := range a.delegates {
+		r := delegateRow{DAO: k[0], Address: k[1], Power: "0"}
+		var last []tokenEventRow
+		if err := tx.Where("dao = ? AND account = ? AND kind = ?", k[0], k[1], kindVotes).
+			Order("block_number DESC, log_index DESC").Limit(1).Find(&last).Error; err != nil {
+			return err
+		}
+		if len(last) > 0 {
+			r.Power, r.UpdatedBlock = last[0].NewVotes, last[0].BlockNumber
+		}
+		var first []tokenEventRow
+		if err := tx.Where("dao = ? AND account = ? AND kind = ? AND new_votes <> '0'", k[0], k[1], kindVotes).
+			Order("block_number, log_index").Limit(1).Find(&first).Error; err != nil {
+			return err
+		}
+		if len(first) > 0 {
+			r.FirstPowerBlock = first[0].BlockNumber
+		}
+		if err := tx.Model(&delegationRow{}).Where("dao = ? AND delegate = ?", k[0], k[1]).Count(&r.Delegators).Error; err != nil {
+			return err
+		}
+		var votes struct {
+			N    int64
+			Last *time.Time
+		}
+		if err := tx.Model(&voteRow{}).Select("COUNT(*) AS n, MAX(cast_at) AS last").Where("dao = ? AND voter = ?", k[0], k[1]).Scan(&votes).Error; err != nil {
+			return err
+		}
+		r.VotesCast = votes.N
+		if votes.N > 0 {
+			var v []voteRow
+			if err := tx.Where("dao = ? AND voter = ?", k[0], k[1]).Order("cast_at DESC").Limit(1).Find(&v).Error; err != nil {
+				return err
+			}
+			at := v[0].CastAt.UTC()
+			r.LastVoteAt = &at
+		}
+		r.PowerKey = powerKey(r.Power)
+		if err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "dao"}, {Name: "address"}},
+			DoUpdates: clause.AssignmentColumns([]string{"power", "power_key", "delegators", "votes_cast", "first_power_block", "last_vote_at", "updated_block"}),
+		}).Create(&r).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ListDelegates lists a DAO's delegates (accounts holding power or having
+// delegators) by voting power, delegators or votes cast, largest first;
+// before is the Next of the previous page.
+func (s *Store) ListDelegates(ctx context.Context, dao, sortBy, before string, limit int) (core.DelegatePage, error) {
+	limit = core.Page{Limit: limit}.PageLimit()
+	col := map[string]string{core.SortVotingPower: "power_key", core.SortDelegators: "delegators", core.SortVotes: "votes_cast"}[sortBy]
+	if col == "" {
+		return core.DelegatePage{}, core.Errorf(core.ECodeInvalidRequest, "sort must be votingPower, delegators or votes")
+	}
+	q := s.db.WithContext(ctx).Where("dao = ? AND (power_key > ? OR delegators > 0)", dao, powerKey("0")).
+		Order(col + " DESC").Order("address").Limit(limit + 1)
+	if before != "" {
+		key, addr, err := decodeCursor(before)
+		if err != nil {
+			return core.DelegatePage{}, err
+		}
+		var v any = key
+		if col != "power_key" {
+			n, ok := new(big.Int).SetString(key, 10)
+			if !ok || !n.IsInt64() {
+				return core.DelegatePage{}, core.Errorf(core.ECodeInvalidRequest, "before is not a cursor of this listing")
+			}
+			v = n.Int64()
+		}
+		q = q.Where("("+col+" < ? OR ("+col+" = ? AND address > ?))", v, v, addr)
+	}
+	var rows []delegateRow
+	if err := q.Find(&rows).Error; err != nil {
+		return core.DelegatePage{}, fmt.Errorf("list delegates: %w", err)
+	}
+	out := core.DelegatePage{}
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[len(rows)-1]
+		key := map[string]string{"power_key": last.PowerKey, "delegators": fmt.Sprint(last.Delegators), "votes_cast": fmt.Sprint(last.VotesCast)}[col]
+		out.Next = encodeCursor(key, last.Address)
+	}
+	total, created, err := s.delegateContext(ctx, dao)
+	if err != nil {
+		return core.DelegatePage{}, err
+	}
+	out.TotalPower = total.String()
+	for _, r := range rows {
+		out.Items = append(out.Items, r.domain(total, created))
+	}
+	return out, nil
+}
+
+// Delegate returns one account's delegate row; false if it never held
+// power, had delegators or voted.
+func (s *Store) Delegate(ctx context.Context, dao, address string) (core.Delegate, bool, error) {
+	var rows []delegateRow
+	if err := s.db.WithContext(ctx).Where("dao = ? AND address = ?", dao, address).Limit(1).Find(&rows).Error; err != nil {
+		return core.Delegate{}, false, fmt.Errorf("get delegate: %w", err)
+	}
+	if len(rows) == 0 {
+		return core.Delegate{}, false, nil
+	}
+	total, created, err := s.delegateContext(ctx, dao)
+	if err != nil {
+		return core.Delegate{}, false, err
+	}
+	return rows[0].domain(total, created), true, nil
+}
+
+// ListDelegators lists whom delegates to a delegate, by address; before is
+// the last address of the previous page.
+func (s *Store) ListDelegators(ctx context.Context, dao, delegate, before string, limit int) ([]core.Delegation, string, error) {
+	limit = core.Page{Limit: limit}.PageLimit()
+	q := s.db.WithContext(ctx).Where("dao = ? AND delegate = ?", dao, delegate).Order("delegator").Limit(limit + 1)
+	if before != "" {
+		q = q.Where("delegator > ?", before)
+	}
+	var rows []delegationRow
+	if err := q.Find(&rows).Error; err != nil {
+		return nil, "", fmt.Errorf("list delegators: %w", err)
+	}
+	next := ""
+	if len(rows) > limit {
+		rows = rows[:limit]
+		next = rows[len(rows)-1].Delegator
+	}
+	out := make([]core.Delegation, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out, next, nil
+}
+
+// Delegation returns whom an account delegates to; false if it never
+// delegated.
+func (s *Store) Delegation(ctx context.Context, dao, account string) (core.Delegation, bool, error) {
+	var rows []delegationRow
+	if err := s.db.WithContext(ctx).Where("dao = ? AND delegator = ?", dao, account).Limit(1).Find(&rows).Error; err != nil {
+		return core.Delegation{}, false, fmt.Errorf("get delegation: %w", err)
+	}
+	if len(rows) == 0 {
+		return core.Delegation{}, false, nil
+	}
+	return rows[0].domain(), true, nil
+}
+
+// ListVotesBy lists an account's votes in a DAO, newest first.
+func (s *Store) ListVotesBy(ctx context.Context, dao, voter string, p core.Page) ([]core.VoteWithProposal, int64, error) {
+	q := s.db.WithContext(ctx).Where("dao = ? AND voter = ?", dao, voter).Order("id DESC").Limit(p.PageLimit() + 1)
+	if p.Before > 0 {
+		q = q.Where("id < ?", p.Before)
+	}
+	var rows []voteRow
+	if err := q.Find(&rows).Error; err != nil {
+		return nil, 0, fmt.Errorf("list votes by %s: %w", voter, err)
+	}
+	var next int64
+	if len(rows) > p.PageLimit() {
+		rows = rows[:p.PageLimit()]
+		next = rows[len(rows)-1].ID
+	}
+	out := make([]core.VoteWithProposal, len(rows))
+	for i, r := range rows {
+		out[i].Vote = core.Vote{DAO: r.DAO, ChainID: r.ChainID, ProposalID: r.ProposalID, Voter: r.Voter, Support: r.Support,
+			Weight: r.Weight, Reason: r.Reason, Params: r.Params, BlockNumber: r.BlockNumber, BlockHash: r.BlockHash,
+			TxHash: r.TxHash, LogIndex: r.LogIndex, CastAt: r.CastAt.UTC()}
+		if pr, ok, err := s.Proposal(ctx, dao, r.ProposalID); err != nil {
+			return nil, 0, err
+		} else if ok {
+			out[i].ProposalTitle, out[i].ProposalState = pr.Title, pr.State
+		}
+	}
+	return out, next, nil
+}
+
+// PowerAt returns the DAO's total delegated power at a block (clock
+// "blocknumber") or a Unix time (clock "timestamp"): after the last block
+// at or before it that changed it.
+func (s *Store) PowerAt(ctx context.Context, dao, clock string, at uint64) (string, error) {
+	q := s.db.WithContext(ctx).Where("dao = ?", dao).Order("block DESC").Limit(1)
+	if clock == core.ClockTimestamp {
+		q = q.Where("at <= ?", time.Unix(int64(at), 0).UTC())
+	} else {
+		q = q.Where("block <= ?", at)
+	}
+	var rows []powerRow
+	if err := q.Find(&rows).Error; err != nil {
+		return "", fmt.Errorf("delegated power: %w", err)
+	}
+	if len(rows) == 0 {
+		return "0", nil
+	}
+	return rows[0].Total, nil
+}
+
+// delegateContext is what a delegate row needs to be served: the DAO's
+// total delegated power now, and the creation blocks of its proposals.
+func (s *Store) delegateContext(ctx context.Context, dao string) (*big.Int, []uint64, error) {
+	var rows []powerRow
+	if err := s.db.WithContext(ctx).Where("dao = ?", dao).Order("block DESC").Limit(1).Find(&rows).Error; err != nil {
+		return nil, nil, fmt.Errorf("delegated power: %w", err)
+	}
+	total := new(big.Int)
+	if len(rows) > 0 {
+		total = dec(rows[0].Total)
+	}
+	var created []uint64
+	if err := s.db.WithContext(ctx).Model(&proposalRow{}).Where("dao = ?", dao).Order("created_block").Pluck("created_block", &created).Error; err != nil {
+		return nil, nil, fmt.Errorf("proposal blocks: %w", err)
+	}
+	return total, created, nil
+}
+
+func (r delegateRow) domain(total *big.Int, created []uint64) core.Delegate {
+	d := core.Delegate{DAO: r.DAO, Address: r.Address, VotingPower: r.Power, Delegators: r.Delegators, VotesCast: r.VotesCast,
+		FirstPowerBlock: r.FirstPowerBlock, LastVoteAt: r.LastVoteAt, UpdatedBlock: r.UpdatedBlock}
+	if total.Sign() > 0 {
+		share, _ := new(big.Rat).SetFrac(dec(r.Power), total).Float64()
+		d.Share = share
+	}
+	if r.FirstPowerBlock > 0 {
+		i := sort.Search(len(created), func(i int) bool { return created[i] >= r.FirstPowerBlock })
+		d.ProposalsSince = int64(len(created) - i)
+	}
+	if d.ProposalsSince > 0 {
+		d.Participation = min(1, float64(d.VotesCast)/float64(d.ProposalsSince))
+	}
+	return d
+}
+
+func (r delegationRow) domain() core.Delegation {
+	return core.Delegation{DAO: r.DAO, Delegator: r.Delegator, Delegate: r.Delegate, SinceBlock: r.SinceBlock, Since: r.SinceAt.UTC(), TxHash: r.TxHash}
+}
+
+// encodeCursor and decodeCursor make a delegate listing's keyset position
+// an opaque string.
+func encodeCursor(key, addr string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(key + "|" + addr))
+}
+
+func decodeCursor(c string) (string, string, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	key, addr, ok := strings.Cut(string(raw), "|")
+	if err != nil || !ok || key == "" || len(addr) != 42 {
+		return "", "", core.Errorf(core.ECodeInvalidRequest, "before is not a cursor of this listing")
+	}
+	return key, addr, nil
+}
