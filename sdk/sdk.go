@@ -87,6 +87,10 @@ const (
 	TypeProposalSucceeded  = "proposal.succeeded"
 	TypeProposalDefeated   = "proposal.defeated"
 	TypeProposalExpired    = "proposal.expired"
+
+	// The voting token's delegation events.
+	TypeDelegateChanged      = "delegate.changed"
+	TypeDelegateVotesChanged = "delegate.votes_changed"
 )
 
 // Output is what a transform makes of a delivery.

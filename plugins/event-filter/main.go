@@ -1,7 +1,16 @@
 // Command event-filter is a govgate plugin that keeps notifications by type
-// and, for votes, by voting weight:
+// and, for votes, by voting weight, and for the token's delegation
+// notifications, by the power moved and the addresses involved:
 //
 //	{"types": ["proposal.created", "vote.cast"], "minVoteWeight": "1000000000000000000000"}
+//	{"types": ["delegate.votes_changed"], "minVotesDelta": "100000000000000000000000",
+//	 "watch": ["0x2B1Ad6184a6B0fac06bD225ed37C2AbC04415fF4"]}
+//
+// minVotesDelta drops a delegate.votes_changed whose |delta|, or a
+// delegate.changed whose amount, is below it. watch keeps only the
+// delegation notifications that involve one of the addresses (delegator,
+// either delegate, or the delegate whose votes changed); other types are
+// not affected by either.
 //
 // An empty or missing types list keeps every type. minVoteWeight is a
 // decimal integer in the token's smallest unit, compared as a big integer
@@ -18,6 +27,7 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"strings"
 
 	"github.com/govgate/govgate/sdk"
 )
@@ -26,23 +36,73 @@ import (
 type Config struct {
 	Types         []string `json:"types"`
 	MinVoteWeight string   `json:"minVoteWeight"`
+	MinVotesDelta string   `json:"minVotesDelta"`
+	Watch         []string `json:"watch"`
 
-	min *big.Int
+	min, minDelta *big.Int
 }
 
 var maxUint256 = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1))
 
-// Prepare parses minVoteWeight once per distinct config.
+// Prepare parses minVoteWeight and minVotesDelta once per distinct config.
 func (c *Config) Prepare() error {
-	if c.MinVoteWeight == "" {
-		return nil
+	for _, f := range []struct {
+		name, v string
+		dst     **big.Int
+	}{{"minVoteWeight", c.MinVoteWeight, &c.min}, {"minVotesDelta", c.MinVotesDelta, &c.minDelta}} {
+		if f.v == "" {
+			continue
+		}
+		m, ok := new(big.Int).SetString(f.v, 10)
+		if !ok || m.Sign() < 0 || m.Cmp(maxUint256) > 0 {
+			return fmt.Errorf("%s: %q is not a decimal uint256", f.name, f.v)
+		}
+		*f.dst = m
 	}
-	m, ok := new(big.Int).SetString(c.MinVoteWeight, 10)
-	if !ok || m.Sign() < 0 || m.Cmp(maxUint256) > 0 {
-		return fmt.Errorf("minVoteWeight: %q is not a decimal uint256", c.MinVoteWeight)
-	}
-	c.min = m
 	return nil
+}
+
+// delegation is the part of a delegate.changed's or delegate.votes_changed's
+// data this filter reads.
+type delegation struct {
+	Delegator, FromDelegate, ToDelegate, Delegate string
+	Amount, Delta                                 json.Number
+}
+
+// keepDelegation applies minVotesDelta and watch to a delegation notification.
+func keepDelegation(n sdk.Notification, cfg Config) (bool, string) {
+	if cfg.minDelta == nil && len(cfg.Watch) == 0 {
+		return true, ""
+	}
+	var d delegation
+	if err := json.Unmarshal(n.Data, &d); err != nil {
+		panic(fmt.Errorf("decode %s: %w", n.Type, err))
+	}
+	if len(cfg.Watch) > 0 {
+		watched := false
+		for _, w := range cfg.Watch {
+			for _, a := range []string{d.Delegator, d.FromDelegate, d.ToDelegate, d.Delegate} {
+				watched = watched || (a != "" && strings.EqualFold(a, w))
+			}
+		}
+		if !watched {
+			return false, "no watched address is involved"
+		}
+	}
+	if cfg.minDelta != nil {
+		moved := string(d.Amount)
+		if n.Type == sdk.TypeDelegateVotesChanged {
+			moved = strings.TrimPrefix(string(d.Delta), "-")
+		}
+		v, ok := new(big.Int).SetString(moved, 10)
+		if !ok {
+			panic(fmt.Errorf("%s: votes moved %q is not a decimal integer", n.Type, moved))
+		}
+		if v.Cmp(cfg.minDelta) < 0 {
+			return false, fmt.Sprintf("votes moved %s are below the minimum %s", v, cfg.minDelta)
+		}
+	}
+	return true, ""
 }
 
 // vote is the part of a vote.cast's data this filter reads. Weight is a
@@ -57,6 +117,9 @@ type vote struct {
 func filter(n sdk.Notification, cfg Config) (keep bool, reason string) {
 	if len(cfg.Types) > 0 && !slices.Contains(cfg.Types, n.Type) {
 		return false, fmt.Sprintf("type %q is not in the list", n.Type)
+	}
+	if n.Type == sdk.TypeDelegateChanged || n.Type == sdk.TypeDelegateVotesChanged {
+		return keepDelegation(n, cfg)
 	}
 	if cfg.min == nil || n.Type != sdk.TypeVoteCast {
 		return true, ""
@@ -91,6 +154,11 @@ func init() {
 	minnow := sdk.Notification{ID: "n2", Type: sdk.TypeVoteCast, DAO: "uniswap",
 		Data: json.RawMessage(`{"voter":"0xdef","support":0,"weight":"1000000000000000000","proposalId":"42"}`)}
 	cfg := Config{Types: []string{sdk.TypeProposalCreated, sdk.TypeVoteCast}, MinVoteWeight: "1000000000000000000000000"}
+	powerMove := sdk.Notification{ID: "n4", Type: sdk.TypeDelegateVotesChanged, DAO: "uniswap",
+		Data: json.RawMessage(`{"delegate":"0x2B1Ad6184a6B0fac06bD225ed37C2AbC04415fF4","previousVotes":"2500000000000000000000000","newVotes":"0","delta":"-2500000000000000000000000"}`)}
+	dust := sdk.Notification{ID: "n5", Type: sdk.TypeDelegateVotesChanged, DAO: "uniswap",
+		Data: json.RawMessage(`{"delegate":"0x2B1Ad6184a6B0fac06bD225ed37C2AbC04415fF4","previousVotes":"5","newVotes":"6","delta":"1"}`)}
+	deltaCfg := Config{MinVotesDelta: "1000000000000000000000"}
 	sdk.Plugin(sdk.Meta{
 		Name:    "event-filter",
 		Version: "1.0.0",
@@ -98,7 +166,9 @@ func init() {
 			"type": "object",
 			"properties": {
 				"types": {"type": "array", "items": {"type": "string"}},
-				"minVoteWeight": {"type": "string", "pattern": "^[0-9]+$", "description": "decimal uint256, in the token's smallest unit"}
+				"minVoteWeight": {"type": "string", "pattern": "^[0-9]+$", "description": "decimal uint256, in the token's smallest unit"},
+				"minVotesDelta": {"type": "string", "pattern": "^[0-9]+$", "description": "delegation notifications moving fewer votes are dropped"},
+				"watch": {"type": "array", "items": {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}, "description": "keep only delegation notifications involving these addresses"}
 			},
 			"additionalProperties": false
 		}`),
@@ -106,6 +176,8 @@ func init() {
 			{Name: "heavy vote", Input: whale, Config: cfg, ExpectKeep: true},
 			{Name: "light vote", Input: minnow, Config: cfg, ExpectKeep: false},
 			{Name: "type not listed", Input: sdk.Notification{ID: "n3", Type: sdk.TypeProposalQueued, DAO: "uniswap"}, Config: cfg, ExpectKeep: false},
+			{Name: "big power move", Input: powerMove, Config: deltaCfg, ExpectKeep: true},
+			{Name: "small power move", Input: dust, Config: deltaCfg, ExpectKeep: false},
 		},
 	})
 	sdk.FilterReason(filter)

@@ -35,3 +35,21 @@ func TestPlugin(t *testing.T) {
 		plugintest.Case{Name: "weight in hex", Input: voteOf(`"0x10"`), Config: Config{MinVoteWeight: "1"}, Want: &plugintest.Want{Error: "decode vote"}},
 	)
 }
+
+func TestDelegationFilters(t *testing.T) {
+	changed := func(amount string) sdk.Notification {
+		return sdk.Notification{ID: "d", Type: sdk.TypeDelegateChanged, DAO: "ens", Data: json.RawMessage(`{"delegator":"0x8E4ED221fa034245F14205f781E0b13C5bd6a42E",
+			"fromDelegate":"0x0000000000000000000000000000000000000000","toDelegate":"0x2b1ad6184a6b0fac06bd225ed37c2abc04415ff4","amount":"` + amount + `"}`)}
+	}
+	watched := Config{Watch: []string{"0x2B1Ad6184a6B0fac06bD225ed37C2AbC04415fF4"}}
+	plugintest.Run(t,
+		plugintest.Case{Name: "watched delegate, any case", Input: changed("5"), Config: watched, Want: &plugintest.Want{Keep: true}},
+		plugintest.Case{Name: "no watched address", Input: changed("5"), Config: Config{Watch: []string{"0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984"}},
+			Want: &plugintest.Want{Keep: false, Reason: "no watched address is involved"}},
+		plugintest.Case{Name: "amount below the minimum", Input: changed("5"), Config: Config{MinVotesDelta: "6"},
+			Want: &plugintest.Want{Keep: false, Reason: "votes moved 5 are below the minimum 6"}},
+		plugintest.Case{Name: "amount at the minimum", Input: changed("6"), Config: Config{MinVotesDelta: "6"}, Want: &plugintest.Want{Keep: true}},
+		plugintest.Case{Name: "votes are not delegation", Input: sdk.Notification{ID: "v", Type: sdk.TypeVoteCast, DAO: "ens", Data: json.RawMessage(`{"weight":"1"}`)},
+			Config: Config{MinVotesDelta: "6", Watch: []string{"0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984"}}, Want: &plugintest.Want{Keep: true}},
+	)
+}
