@@ -56,8 +56,6 @@ func funcs(now func() time.Time) template.FuncMap {
 		"label":     label,
 		"stateIcon": stateIcon,
 		"addr":      shortAddr,
-		"tokens":    tokens,
-		"thousands": func(n uint64) string { return thousands(float64(n)) },
 		"tone":      tone,
 		"icon":      icon,
 		"pretty":    func(raw json.RawMessage) string { return prettyJSON(raw) },
