@@ -223,6 +223,17 @@ func timingOf(p core.Proposal, c chainClock, now time.Time) *timingView {
 		}
 		return s
 	}
+	if p.Clock != core.ClockTimestamp && c.Confirmed == 0 && (p.State == core.ProposalActive || p.State == core.ProposalPending) {
+		label := "Time left"
+		if p.State == core.ProposalPending {
+			label = "Voting starts"
+		}
+		point := p.VoteEnd
+		if p.State == core.ProposalPending {
+			point = p.VoteStart
+		}
+		return &timingView{Label: label, Value: "at block #" + strconv.FormatUint(point, 10), Note: "no chain head in the health check yet to count from"}
+	}
 	switch p.State {
 	case core.ProposalActive:
 		secs, note, approx := until(p.VoteEnd)

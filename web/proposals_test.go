@@ -90,6 +90,7 @@ func TestTimingOf(t *testing.T) {
 		{"pending, timestamp clock", core.Proposal{State: core.ProposalPending, Clock: core.ClockTimestamp, VoteStart: at(45 * time.Minute)}, assumed, "Voting starts", "in 45 min", ""},
 		{"queued", core.Proposal{State: core.ProposalQueued, ETA: at(26*time.Hour + 30*time.Minute)}, assumed, "ETA", "executable in 26 h 30 min", "Nov 25, 14:30 UTC"},
 		{"queued, due", core.Proposal{State: core.ProposalQueued, ETA: at(-time.Minute)}, assumed, "ETA", "executable now", ""},
+		{"block clock without a head", core.Proposal{State: core.ProposalActive, Clock: core.ClockBlockNumber, VoteEnd: 1290}, chainClock{SecPerBlock: 12}, "Time left", "at block #1290", "no chain head"},
 		{"no head time: the server's clock", core.Proposal{State: core.ProposalActive, Clock: core.ClockTimestamp, VoteEnd: at(150 * time.Minute)}, chainClock{SecPerBlock: 12}, "Time left", "1 h 30 min left", "by this server's clock"},
 	}
 	for _, tt := range tests {
