@@ -172,7 +172,21 @@ func seedProposals(t *testing.T, s *store.Store) {
 			Reason: "", Params: params, BlockNumber: 19876000 + uint64(i), BlockHash: hexHash(0xb0 + i), TxHash: hexHash(0xc0 + i),
 			LogIndex: uint(i), CastAt: at.Add(time.Duration(i) * time.Minute)}
 	}
+	a, bb := "0x8E4ED221fa034245F14205f781E0b13C5bd6a42E", "0x6f3E6272A167e8AcCb32072d08E0957F9c79223d"
+	token := func(i byte, kind, who, from, to, moved, prev, next string) core.TokenEvent {
+		return core.TokenEvent{DAO: "healthy", ChainID: 1, Token: "0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984", Kind: kind,
+			BlockNumber: 19870000 + uint64(i), BlockHash: hexHash(0xd0 + i), TxHash: hexHash(0xe0 + i/2), LogIndex: uint(i), At: at.Add(-time.Hour),
+			Delegator: who, FromDelegate: from, ToDelegate: to, Moved: moved, Delegate: map[bool]string{true: who}[kind == core.TypeDelegateVotesChanged],
+			PreviousVotes: prev, NewVotes: next}
+	}
+	zero := "0x0000000000000000000000000000000000000000"
 	b := core.IndexBatch{DAO: "healthy", ChainID: 1, Cursor: core.Cursor{Block: 19876100, Hash: hexHash(0xee)},
+		TokenEvents: []core.TokenEvent{
+			token(0, core.TypeDelegateChanged, a, zero, a, "2500000000000000000000000", "", ""),
+			token(1, core.TypeDelegateVotesChanged, a, "", "", "", "0", "2500000000000000000000000"),
+			token(2, core.TypeDelegateChanged, bb, zero, a, "7", "", ""),
+			token(3, core.TypeDelegateVotesChanged, a, "", "", "", "2500000000000000000000000", "2500000000000000000000007"),
+		},
 		Proposals: []core.Proposal{p1, p2},
 		Votes: []core.Vote{
 			vote(1, "0x8E4ED221fa034245F14205f781E0b13C5bd6a42E", 1, "2500000000000000000000000", ""),
@@ -440,7 +454,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		seedProposals(t, e.store)
 		mon := startMonitor(t, e.store, log)
 		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: specDAOs, Health: mon, Logger: log,
-			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(e.store, specDAOs, log)}}))
+			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(e.store, specDAOs, log), httpapi.DelegateRoutes(e.store, specDAOs, log)}}))
 		t.Cleanup(api.Close)
 		tg := newSpecTarget(t, api, e.webhooks)
 
@@ -483,6 +497,23 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 			{name: "every DAO's active proposals", method: "GET", path: "/proposals?state=active", status: 200, check: wantItems("items", 1)},
 			{name: "every DAO's proposals", method: "GET", path: "/proposals?limit=1", status: 200, check: wantItems("items", 1)},
 			{name: "every DAO's proposals bad state", method: "GET", path: "/proposals?state=open", status: 422, req: reqInvalid},
+			{name: "delegates", method: "GET", path: "/healthy/delegates", status: 200, check: wantItems("items", 1)},
+			{name: "delegates by delegators", method: "GET", path: "/healthy/delegates?sort=delegators&limit=1", status: 200, check: wantItems("items", 1)},
+			{name: "delegates bad sort", method: "GET", path: "/healthy/delegates?sort=weight", status: 422, req: reqInvalid},
+			{name: "delegates bad cursor", method: "GET", path: "/healthy/delegates?before=zzz", status: 422, req: reqAny},
+			{name: "delegates bad limit", method: "GET", path: "/healthy/delegates?limit=0", status: 422, req: reqInvalid},
+			{name: "delegates of unknown dao", method: "GET", path: "/nope/delegates", status: 404},
+			{name: "delegate, any case", method: "GET", path: "/healthy/delegates/0x8e4ed221fa034245f14205f781e0b13c5bd6a42e", status: 200},
+			{name: "delegate never seen", method: "GET", path: "/healthy/delegates/0x1111111111111111111111111111111111111111", status: 404},
+			{name: "delegate not an address", method: "GET", path: "/healthy/delegates/vitalik.eth", status: 404, req: reqInvalid},
+			{name: "delegate bad votesBefore", method: "GET", path: "/healthy/delegates/0x8E4ED221fa034245F14205f781E0b13C5bd6a42E?votesBefore=x", status: 422, req: reqInvalid},
+			{name: "account delegating", method: "GET", path: "/healthy/accounts/0x6f3E6272A167e8AcCb32072d08E0957F9c79223d", status: 200},
+			{name: "account never seen", method: "GET", path: "/healthy/accounts/0x1111111111111111111111111111111111111111", status: 200},
+			{name: "account not an address", method: "GET", path: "/healthy/accounts/0x12", status: 404, req: reqInvalid},
+			{name: "power now", method: "GET", path: "/healthy/power", status: 200},
+			{name: "power at a block", method: "GET", path: "/healthy/power?at=19870001&limit=1", status: 200},
+			{name: "power bad at", method: "GET", path: "/healthy/power?at=-1", status: 422, req: reqInvalid},
+			{name: "power of unknown dao", method: "GET", path: "/nope/power", status: 404},
 			{name: "POST proposals", method: "POST", path: proposals, status: 405},
 			{name: "proposal", method: "GET", path: one, status: 200, check: wantItems("votes.items", 3)},
 			{name: "proposal votes first page", method: "GET", path: one + "?limit=2", status: 200, check: wantItems("votes.items", 2)},
@@ -520,7 +551,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		broken, _ := b.open(t, log)
 		broken.Close()
 		brokenAPI := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: specDAOs, Health: mon, Logger: log,
-			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(broken, specDAOs, log)}}))
+			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(broken, specDAOs, log), httpapi.DelegateRoutes(broken, specDAOs, log)}}))
 		t.Cleanup(brokenAPI.Close)
 		brokenHooks := httptest.NewServer(httpapi.NewWebhookService(httpapi.WebhookServiceConfig{
 			Registry: broken, NewSecret: signing.NewSecret, RatePerMinute: 1e6, Burst: 1000, Logger: log}))
@@ -529,6 +560,10 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		for _, c := range []specCase{
 			{name: "proposals on a failing store", method: "GET", path: proposals, status: 500},
 			{name: "every DAO's proposals on a failing store", method: "GET", path: "/proposals", status: 500},
+			{name: "delegates on a failing store", method: "GET", path: "/healthy/delegates", status: 500},
+			{name: "delegate on a failing store", method: "GET", path: "/healthy/delegates/0x8E4ED221fa034245F14205f781E0b13C5bd6a42E", status: 500},
+			{name: "account on a failing store", method: "GET", path: "/healthy/accounts/0x8E4ED221fa034245F14205f781E0b13C5bd6a42E", status: 500},
+			{name: "power on a failing store", method: "GET", path: "/healthy/power", status: 500},
 			{name: "proposal on a failing store", method: "GET", path: one, status: 500},
 			{name: "register on a failing store", on: onWebhooks, method: "POST", path: "/webhooks", header: jsonType, body: body(hook), status: 500},
 			{name: "deactivate on a failing store", on: onWebhooks, method: "DELETE", path: "/webhooks", header: jsonType, body: body(hook), status: 500},
