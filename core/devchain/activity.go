@@ -9,23 +9,28 @@ import (
 	"github.com/govgate/govgate/core"
 )
 
-// RunActivity plays a script of governance on both DAOs, one scene every
-// `every`, until ctx ends: full lifecycles (propose, for/against/abstain
-// votes with reasons, queue, execute), a late quorum that extends the
-// deadline, a vote with params, and cancellations. It returns ctx's error,
-// or the first failure of a scene.
+// RunActivity plays a script of governance on the five DAOs, one scene
+// every `every`, until ctx ends: full lifecycles (propose, for/against/abstain
+// votes with reasons, queue, execute), late quorums that extend the
+// deadline, a vote with params, cancellations, and scenes that leave
+// proposals standing in every state that each governor reaches: defeated,
+// succeeded and never queued, queued, expired, executed, canceled, active
+// for minutes (GovernorAlpha's 40,320-block vote is moved along a chunk of
+// blocks a round). It returns ctx's error, or the first failure of a scene.
+// A later call goes on with the script where the last one stopped.
 func (c *Chain) RunActivity(ctx context.Context, every time.Duration) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	for i := 0; ; i++ {
-		scene := scenes[i%len(scenes)]
-		if err := scene.run(ctx, c, i); err != nil {
+	for {
+		round := int(c.round.Add(1) - 1)
+		scene := scenes[round%len(scenes)]
+		if err := scene.run(ctx, c, round); err != nil {
 			if err := ended(ctx); err != nil {
 				return err
 			}
 			return fmt.Errorf("devchain activity %q: %w", scene.name, err)
 		}
-		c.log.Debug("devchain activity", "scene", scene.name, "round", i)
+		c.log.Debug("devchain activity", "scene", scene.name, "round", round)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -39,6 +44,8 @@ type scene struct {
 	run  func(ctx context.Context, c *Chain, round int) error
 }
 
+// scenes is the script, cheap scenes first: a short run of RunActivity
+// (tests, the first seconds of govgate dev) sees every kind of event.
 var scenes = []scene{
 	{"oz lifecycle", func(ctx context.Context, c *Chain, round int) error {
 		return c.Lifecycle(ctx, c.OZ, round, false)
@@ -55,6 +62,79 @@ var scenes = []scene{
 	{"bravo cancel", func(ctx context.Context, c *Chain, round int) error {
 		return c.proposeAndCancel(ctx, c.Bravo, round)
 	}},
+	{"oz4 late quorum", func(ctx context.Context, c *Chain, round int) error {
+		return c.Lifecycle(ctx, c.OZ4, round, true)
+	}},
+	{"oz-time late quorum", func(ctx context.Context, c *Chain, round int) error {
+		return c.Lifecycle(ctx, c.OZTime, round, true)
+	}},
+	{"alpha cancel", func(ctx context.Context, c *Chain, round int) error {
+		return c.proposeAndCancel(ctx, c.Alpha, round)
+	}},
+	{"standing states", func(ctx context.Context, c *Chain, round int) error {
+		return c.stageStanding(ctx)
+	}},
+	{"alpha window", func(ctx context.Context, c *Chain, round int) error {
+		return c.alphaStep(ctx)
+	}},
+}
+
+// stageStanding is StageAllStates on every DAO but GovernorAlpha, whose
+// long vote alphaStep moves along: on each it leaves a canceled, a
+// defeated, a succeeded (never queued), a queued, an expired (where the
+// governor expires proposals), an executed, an active and a pending
+// proposal. The active ones stay so for the voting period: minutes on
+// dev-oz4 and dev-oz-time at govgate dev's one block a second, unless a
+// later scene's blocks or time jumps end it sooner.
+func (c *Chain) stageStanding(ctx context.Context) error {
+	_, err := c.StageStates(ctx, c.OZ, c.Bravo, c.OZ4, c.OZTime)
+	return err
+}
+
+// alphaWindow is the activity's GovernorAlpha proposals in voting.
+type alphaWindow struct{ decided []*Proposal }
+
+// alphaChunk is how many blocks one alphaStep seals: some seconds' work.
+const alphaChunk = 4096
+
+// alphaStep moves the activity's GovernorAlpha proposals along: the first
+// step proposes one to be defeated, succeeded, queued, expired and executed
+// and votes on them, which leaves them active for the 40,320 blocks of
+// Alpha's voting period (hours at one block a second); each step then
+// seals alphaChunk blocks of it, and the step after voting ends queues,
+// executes and lets expire as StageAllStates does.
+func (c *Chain) alphaStep(ctx context.Context) error {
+	c.scene.Lock()
+	defer c.scene.Unlock()
+	s := &stager{c: c, daos: []*Deployment{c.Alpha}}
+	var err error
+	if s.alpha, err = c.alphaProposers(ctx, len(alphaRoles)); err != nil {
+		return err
+	}
+	if c.alphaRun == nil {
+		decided, err := s.decide(ctx)
+		if err != nil {
+			return err
+		}
+		c.alphaRun = &alphaWindow{decided: decided}
+		return nil
+	}
+	var end uint64
+	for _, p := range c.alphaRun.decided {
+		end = max(end, p.VoteEnd+1)
+	}
+	head, err := c.client.BlockNumber(ctx)
+	if err != nil {
+		return err
+	}
+	if head < end {
+		return c.MineTo(ctx, min(end, head+alphaChunk))
+	}
+	if err := s.settle(ctx, c.alphaRun.decided); err != nil {
+		return err
+	}
+	c.alphaRun = nil
+	return nil
 }
 
 // Lifecycle runs one proposal from creation to execution: account 1
@@ -118,10 +198,21 @@ func (c *Chain) Lifecycle(ctx context.Context, d *Deployment, round int, late bo
 	return nil
 }
 
+// proposeAndCancel has an account propose and the proposal canceled: by
+// account 2, or on GovernorAlpha by a proposer that the activity's other
+// Alpha proposals leave free.
 func (c *Chain) proposeAndCancel(ctx context.Context, d *Deployment, round int) error {
 	c.scene.Lock()
 	defer c.scene.Unlock()
-	p, err := c.Propose(ctx, d, 2, fmt.Sprintf("Dev proposal %d, withdrawn", round), uint64(round))
+	proposer := 2
+	if d.Kind == core.KindGovernorAlpha {
+		ids, err := c.alphaProposers(ctx, len(alphaRoles)+1)
+		if err != nil {
+			return err
+		}
+		proposer = ids[len(alphaRoles)]
+	}
+	p, err := c.Propose(ctx, d, proposer, fmt.Sprintf("Dev proposal %d, withdrawn", round), uint64(round))
 	if err != nil {
 		return err
 	}

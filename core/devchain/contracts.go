@@ -217,3 +217,47 @@ func (c *Chain) call(ctx context.Context, name string, to common.Address, method
 }
 
 func role(name string) [32]byte { return crypto.Keccak256Hash([]byte(name)) }
+
+// sealCalls sends calls, seals them in one block and returns their
+// receipts; it fails if any of them reverted. Each call's gas is estimated
+// at the head, so the calls must not depend on one another.
+func (c *Chain) sealCalls(ctx context.Context, calls []txCall) ([]*types.Receipt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	txs := make([]*types.Transaction, 0, len(calls))
+	for _, cl := range calls {
+		tx, err := c.send(ctx, cl.from, cl.artifact, cl.to, cl.method, cl.args...)
+		if err != nil {
+			c.commitLocked() // leave no transaction of this batch in the pool
+			return nil, err
+		}
+		txs = append(txs, tx)
+	}
+	c.commitLocked()
+	rs := make([]*types.Receipt, len(txs))
+	for i, tx := range txs {
+		r, err := c.receipt(ctx, tx)
+		if err != nil {
+			return nil, fmt.Errorf("%s.%s: %w", calls[i].artifact, calls[i].method, err)
+		}
+		rs[i] = r
+	}
+	return rs, nil
+}
+
+// sendValueLocked sends value wei from account from to an account, without
+// sealing a block; c.mu is held.
+func (c *Chain) sendValueLocked(ctx context.Context, from int, to common.Address, value *big.Int) error {
+	nonce, err := c.nextNonce(ctx, from)
+	if err != nil {
+		return err
+	}
+	opts := c.txOpts(ctx, from)
+	opts.Nonce, opts.Value, opts.GasLimit = nonce, value, 21_000
+	tx, err := bind.NewBoundContract(to, abi.ABI{}, c.client, c.client, c.client).RawTransact(opts, nil)
+	if err != nil {
+		return fmt.Errorf("send %s wei to %s: %w", value, to, err)
+	}
+	c.unsealed[from] = tx.Nonce() + 1
+	return nil
+}

@@ -68,6 +68,29 @@ func (d *Deployment) byID() bool {
 
 // Propose makes account proposer propose to store value in the Box.
 func (c *Chain) Propose(ctx context.Context, d *Deployment, proposer int, description string, value uint64) (*Proposal, error) {
+	p, cl, err := c.proposeCall(d, proposer, description, value)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.transact(ctx, cl.from, cl.artifact, cl.to, cl.method, cl.args...)
+	if err != nil {
+		return nil, err
+	}
+	return p, p.created(r)
+}
+
+// txCall is a contract call to send as a transaction.
+type txCall struct {
+	from     int
+	artifact string
+	to       common.Address
+	method   string
+	args     []any
+}
+
+// proposeCall returns the proposal that propose will create, without its
+// id and voting window, and the call that creates it.
+func (c *Chain) proposeCall(d *Deployment, proposer int, description string, value uint64) (*Proposal, txCall, error) {
 	box := mustArtifact("Box")
 	p := &Proposal{
 		DAO:         d,
@@ -76,44 +99,45 @@ func (c *Chain) Propose(ctx context.Context, d *Deployment, proposer int, descri
 		Values:      []*big.Int{new(big.Int)},
 		Description: description,
 	}
-	var r *types.Receipt
+	cl := txCall{from: proposer, artifact: d.contract(), to: d.Governor, method: "propose"}
 	if d.byID() {
 		// Bravo style: a signature plus ABI-encoded arguments.
 		args, err := box.ABI.Methods["store"].Inputs.Pack(new(big.Int).SetUint64(value))
 		if err != nil {
-			return nil, err
+			return nil, cl, err
 		}
 		p.Signatures, p.Calldatas = []string{"store(uint256)"}, [][]byte{args}
-		if r, err = c.transact(ctx, proposer, d.contract(), d.Governor, "propose", p.Targets, p.Values, p.Signatures, p.Calldatas, description); err != nil {
-			return nil, err
-		}
+		cl.args = []any{p.Targets, p.Values, p.Signatures, p.Calldatas, description}
 	} else {
 		data, err := box.ABI.Pack("store", new(big.Int).SetUint64(value))
 		if err != nil {
-			return nil, err
+			return nil, cl, err
 		}
 		p.Calldatas = [][]byte{data}
-		if r, err = c.transact(ctx, proposer, d.contract(), d.Governor, "propose", p.Targets, p.Values, p.Calldatas, description); err != nil {
-			return nil, err
-		}
+		cl.args = []any{p.Targets, p.Values, p.Calldatas, description}
 	}
+	return p, cl, nil
+}
+
+// created fills in p's id and voting window from the receipt of propose.
+func (p *Proposal) created(r *types.Receipt) error {
 	p.Receipt = r
 	// Every family emits ProposalCreated with the same fields, in the same order.
-	ev := mustArtifact(d.contract()).ABI.Events["ProposalCreated"]
+	ev := mustArtifact(p.DAO.contract()).ABI.Events["ProposalCreated"]
 	for _, l := range r.Logs {
-		if len(l.Topics) == 0 || l.Topics[0] != ev.ID || l.Address != d.Governor {
+		if len(l.Topics) == 0 || l.Topics[0] != ev.ID || l.Address != p.DAO.Governor {
 			continue
 		}
 		vals, err := ev.Inputs.Unpack(l.Data)
 		if err != nil {
-			return nil, fmt.Errorf("decode ProposalCreated: %w", err)
+			return fmt.Errorf("decode ProposalCreated: %w", err)
 		}
 		p.ID = vals[0].(*big.Int)
 		p.VoteStart = vals[6].(*big.Int).Uint64()
 		p.VoteEnd = vals[7].(*big.Int).Uint64()
-		return p, nil
+		return nil
 	}
-	return nil, errors.New("propose: no ProposalCreated event")
+	return errors.New("propose: no ProposalCreated event")
 }
 
 // AdvanceTo moves d's clock at the head to at least timepoint: it seals
@@ -143,19 +167,30 @@ func (c *Chain) OpenVoting(ctx context.Context, p *Proposal) error {
 // GovernorAlpha takes neither a reason nor an abstention: asked for one,
 // Vote fails without voting.
 func (c *Chain) Vote(ctx context.Context, p *Proposal, voter int, support uint8, reason string) (*types.Receipt, error) {
-	if p.DAO.Kind == core.KindGovernorAlpha {
+	cl, err := voteCall(p, voter, support, reason)
+	if err != nil {
+		return nil, err
+	}
+	return c.transact(ctx, cl.from, cl.artifact, cl.to, cl.method, cl.args...)
+}
+
+func voteCall(p *Proposal, voter int, support uint8, reason string) (txCall, error) {
+	cl := txCall{from: voter, artifact: p.DAO.contract(), to: p.DAO.Governor, method: "castVote"}
+	switch {
+	case p.DAO.Kind == core.KindGovernorAlpha:
 		if support != Against && support != For {
-			return nil, fmt.Errorf("vote: GovernorAlpha takes only for or against, not %d", support)
+			return cl, fmt.Errorf("vote: GovernorAlpha takes only for or against, not %d", support)
 		}
 		if reason != "" {
-			return nil, errors.New("vote: GovernorAlpha takes no reason")
+			return cl, errors.New("vote: GovernorAlpha takes no reason")
 		}
-		return c.transact(ctx, voter, p.DAO.contract(), p.DAO.Governor, "castVote", p.ID, support == For)
+		cl.args = []any{p.ID, support == For}
+	case reason == "":
+		cl.args = []any{p.ID, support}
+	default:
+		cl.method, cl.args = "castVoteWithReason", []any{p.ID, support, reason}
 	}
-	if reason == "" {
-		return c.transact(ctx, voter, p.DAO.contract(), p.DAO.Governor, "castVote", p.ID, support)
-	}
-	return c.transact(ctx, voter, p.DAO.contract(), p.DAO.Governor, "castVoteWithReason", p.ID, support, reason)
+	return cl, nil
 }
 
 // VoteWithParams casts a vote with params (OpenZeppelin only), which emits
@@ -191,10 +226,8 @@ func (c *Chain) CloseVoting(ctx context.Context, p *Proposal) error {
 
 // Queue queues a succeeded proposal in its timelock.
 func (c *Chain) Queue(ctx context.Context, p *Proposal) (*types.Receipt, error) {
-	if p.DAO.byID() {
-		return c.transact(ctx, p.Proposer, p.DAO.contract(), p.DAO.Governor, "queue", p.ID)
-	}
-	return c.transact(ctx, p.Proposer, p.DAO.contract(), p.DAO.Governor, "queue", p.Targets, p.Values, p.Calldatas, p.descriptionHash())
+	cl := actionCall(p, "queue")
+	return c.transact(ctx, cl.from, cl.artifact, cl.to, cl.method, cl.args...)
 }
 
 // Execute moves time past the timelock delay and executes a queued proposal.
@@ -202,10 +235,21 @@ func (c *Chain) Execute(ctx context.Context, p *Proposal) (*types.Receipt, error
 	if err := c.AdjustTime(p.DAO.TimelockDelay + time.Second); err != nil {
 		return nil, fmt.Errorf("execute: %w", err)
 	}
+	cl := actionCall(p, "execute")
+	return c.transact(ctx, cl.from, cl.artifact, cl.to, cl.method, cl.args...)
+}
+
+// actionCall is the proposer's call of method (queue, execute, cancel) on
+// p: by id on Bravo and Alpha, by actions and description hash on
+// OpenZeppelin.
+func actionCall(p *Proposal, method string) txCall {
+	cl := txCall{from: p.Proposer, artifact: p.DAO.contract(), to: p.DAO.Governor, method: method}
 	if p.DAO.byID() {
-		return c.transact(ctx, p.Proposer, p.DAO.contract(), p.DAO.Governor, "execute", p.ID)
+		cl.args = []any{p.ID}
+	} else {
+		cl.args = []any{p.Targets, p.Values, p.Calldatas, p.descriptionHash()}
 	}
-	return c.transact(ctx, p.Proposer, p.DAO.contract(), p.DAO.Governor, "execute", p.Targets, p.Values, p.Calldatas, p.descriptionHash())
+	return cl
 }
 
 // Cancel cancels a proposal. OpenZeppelin governors let the proposer cancel
@@ -216,13 +260,10 @@ func (c *Chain) Execute(ctx context.Context, p *Proposal) (*types.Receipt, error
 // the next account, cancels, and has it delegate them back to itself.
 func (c *Chain) Cancel(ctx context.Context, p *Proposal) (*types.Receipt, error) {
 	d := p.DAO
-	switch d.Kind {
-	case core.KindGovernorBravo:
-		return c.transact(ctx, p.Proposer, d.contract(), d.Governor, "cancel", p.ID)
-	case core.KindGovernorAlpha:
+	if d.Kind == core.KindGovernorAlpha {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		away := (p.Proposer + 1) % len(c.addrs)
+		away := (p.Proposer + 1) % c.holders
 		if _, err := c.transactLocked(ctx, p.Proposer, "Uni", d.Token, "delegate", c.addrs[away]); err != nil {
 			return nil, fmt.Errorf("cancel: %w", err)
 		}
@@ -236,9 +277,11 @@ func (c *Chain) Cancel(ctx context.Context, p *Proposal) (*types.Receipt, error)
 		if _, err := c.transactLocked(ctx, p.Proposer, "Uni", d.Token, "delegate", c.addrs[p.Proposer]); err != nil {
 			return nil, fmt.Errorf("cancel: %w", err)
 		}
+		c.commitLocked() // so that the proposer may propose again at once
 		return r, nil
 	}
-	return c.transact(ctx, p.Proposer, d.contract(), d.Governor, "cancel", p.Targets, p.Values, p.Calldatas, p.descriptionHash())
+	cl := actionCall(p, "cancel")
+	return c.transact(ctx, cl.from, cl.artifact, cl.to, cl.method, cl.args...)
 }
 
 // State returns the governor's state() of p: 0 Pending, 1 Active,
