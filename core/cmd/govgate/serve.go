@@ -308,7 +308,9 @@ func adminHandler(cfg config.Config, log *slog.Logger, st httpapi.AdminStore, re
 	// api forwards to the handler built below.
 	var admin http.Handler
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { admin.ServeHTTP(w, r) })
-	if ui, err := web.New(web.Config{API: api, Token: cfg.Admin.Token, Logger: log, SecureCookies: cfg.Admin.SecureCookies}); err != nil {
+	// The page reads proposals from the REST API's routes, in-process too.
+	rest := httpapi.NewAPI(httpapi.APIConfig{DAOs: cfg.DAOs, Health: chains.Health(), Logger: log, Routes: chains.APIRoutes()})
+	if ui, err := web.New(web.Config{API: api, REST: rest, Token: cfg.Admin.Token, Logger: log, SecureCookies: cfg.Admin.SecureCookies}); err != nil {
 		log.Error("admin page disabled; the admin API still runs", "err", err)
 	} else {
 		ac.UI, ac.Authorized = ui, ui.Authorized
