@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 
 type backend struct {
 	name string
-	open func(t *testing.T) (*store.Store, string)
+	open func(t testing.TB) (*store.Store, string)
 }
 
 func newBox(t testing.TB) *secrets.Box {
@@ -45,7 +45,7 @@ func newBox(t testing.TB) *secrets.Box {
 // real PostgreSQL.
 func backends() []backend {
 	return []backend{
-		{"sqlite", func(t *testing.T) (*store.Store, string) {
+		{"sqlite", func(t testing.TB) (*store.Store, string) {
 			path := filepath.Join(t.TempDir(), "govgate.db")
 			s, err := store.Open(context.Background(), "sqlite:"+path, newBox(t), store.Options{})
 			if err != nil {
@@ -54,7 +54,7 @@ func backends() []backend {
 			t.Cleanup(func() { s.Close() })
 			return s, path
 		}},
-		{"postgres", func(t *testing.T) (*store.Store, string) {
+		{"postgres", func(t testing.TB) (*store.Store, string) {
 			url := pgtest.Shared(t).NewDatabase(t)
 			s, err := store.Open(context.Background(), url, newBox(t), store.Options{})
 			if err != nil {
