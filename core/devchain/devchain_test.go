@@ -59,6 +59,10 @@ func TestLifecycles(t *testing.T) {
 		{"oz", c.OZ, false},
 		{"oz late quorum", c.OZ, true},
 		{"bravo", c.Bravo, false},
+		{"oz4", c.OZ4, false},
+		{"oz4 late quorum", c.OZ4, true},
+		{"oz-time", c.OZTime, false},
+		{"oz-time late quorum", c.OZTime, true},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,7 +75,7 @@ func TestLifecycles(t *testing.T) {
 			}
 		})
 	}
-	for _, d := range []*Deployment{c.OZ, c.Bravo} {
+	for _, d := range c.Deployments() {
 		if err := c.proposeAndCancel(ctx, d, 7); err != nil {
 			t.Fatalf("%s cancel: %v", d.Slug, err)
 		}
@@ -290,5 +294,46 @@ func TestActivityScenes(t *testing.T) {
 				t.Errorf("no %s %s in %v", d.Slug, ev, seen)
 			}
 		}
+	}
+}
+
+// TestAlphaVotes checks that GovernorAlpha's votes go through as its bool
+// support, and that what it cannot take is refused before sending.
+func TestAlphaVotes(t *testing.T) {
+	ctx := context.Background()
+	c, err := Start(ctx, Options{Accounts: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := c.Propose(ctx, c.Alpha, 0, "# Alpha\n\nStore 9.", 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.OpenVoting(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Vote(ctx, p, 1, Abstain, ""); err == nil {
+		t.Error("an abstention on GovernorAlpha went through")
+	}
+	if _, err := c.Vote(ctx, p, 1, For, "a reason"); err == nil {
+		t.Error("a reason on GovernorAlpha went through")
+	}
+	for voter, support := range []uint8{For, Against, For} {
+		r, err := c.Vote(ctx, p, voter, support, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := mustArtifact("GovernorAlpha").ABI.Events["VoteCast"]
+		vals, err := ev.Inputs.Unpack(r.Logs[0].Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vals[2].(bool) != (support == For) {
+			t.Errorf("voter %d: VoteCast support %v, want %v", voter, vals[2], support == For)
+		}
+	}
+	if s, err := c.State(ctx, p); err != nil || s != 1 {
+		t.Fatalf("state %d, %v; want active", s, err)
 	}
 }
