@@ -55,6 +55,7 @@ type delegateRow struct {
 	Address         string `gorm:"primaryKey"`
 	Power           string
 	PowerKey        string
+	PowerBlock      uint64 // block of the last DelegateVotesChanged; 0: none
 	Delegators      int64
 	VotesCast       int64
 	FirstPowerBlock uint64
@@ -111,6 +112,7 @@ func migrate0008(tx *gorm.DB) error {
 		Address         string `gorm:"primaryKey;size:42;index:ix_delegates_power,priority:3;index:ix_delegates_delegators,priority:3;index:ix_delegates_votes,priority:3"`
 		Power           string `gorm:"size:80;not null"`
 		PowerKey        string `gorm:"size:78;not null;index:ix_delegates_power,priority:2"`
+		PowerBlock      uint64 `gorm:"not null"`
 		Delegators      int64  `gorm:"not null;index:ix_delegates_delegators,priority:2"`
 		VotesCast       int64  `gorm:"not null;index:ix_delegates_votes,priority:2"`
 		FirstPowerBlock uint64 `gorm:"not null"`
@@ -259,46 +261,45 @@ func (s *Store) applyTokens(tx *gorm.DB, b core.IndexBatch) error {
 		}
 	}
 	if len(changes) > 0 {
+		// One upsert, no read: a row carries the batch's changes (the new
+		// power where it moved, counts as deltas), and ON CONFLICT folds
+		// them into what is stored. Reading the rows first made PostgreSQL
+		// scan a table whose statistics a backfill outgrows.
 		addrs := make([]string, 0, len(changes))
 		for a := range changes {
 			addrs = append(addrs, a)
 		}
 		sort.Strings(addrs)
-		existing := map[string]delegateRow{}
-		for i := 0; i < len(addrs); i += 500 {
-			var found []delegateRow
-			if err := tx.Where("dao = ? AND address IN ?", b.DAO, addrs[i:min(i+500, len(addrs))]).Find(&found).Error; err != nil {
-				return fmt.Errorf("load delegates: %w", err)
-			}
-			for _, r := range found {
-				existing[r.Address] = r
-			}
-		}
 		out := make([]delegateRow, 0, len(addrs))
 		for _, a := range addrs {
 			c := changes[a]
-			r, ok := existing[a]
-			if !ok {
-				r = delegateRow{DAO: b.DAO, Address: a, Power: "0"}
-			}
+			r := delegateRow{DAO: b.DAO, Address: a, Power: "0", Delegators: c.delegators, VotesCast: c.votes,
+				FirstPowerBlock: c.firstPower, LastVoteAt: c.lastVote, UpdatedBlock: c.block}
 			if c.power != nil {
-				r.Power = *c.power
+				r.Power, r.PowerBlock = *c.power, c.powerBlock
 			}
 			r.PowerKey = powerKey(r.Power)
-			r.Delegators += c.delegators
-			r.VotesCast += c.votes
-			if c.lastVote != nil && (r.LastVoteAt == nil || c.lastVote.After(*r.LastVoteAt)) {
-				r.LastVoteAt = c.lastVote
-			}
-			if r.FirstPowerBlock == 0 {
-				r.FirstPowerBlock = c.firstPower
-			}
-			r.UpdatedBlock = max(r.UpdatedBlock, c.block)
 			out = append(out, r)
 		}
+		greatest := "GREATEST"
+		if s.dialect != Postgres {
+			greatest = "MAX"
+		}
+		set := func(col, expr string) clause.Assignment {
+			return clause.Assignment{Column: clause.Column{Name: col}, Value: gorm.Expr(expr)}
+		}
 		if err := tx.Clauses(clause.OnConflict{
-			Columns:   []clause.Column{{Name: "dao"}, {Name: "address"}},
-			DoUpdates: clause.AssignmentColumns([]string{"power", "power_key", "delegators", "votes_cast", "first_power_block", "last_vote_at", "updated_block"}),
+			Columns: []clause.Column{{Name: "dao"}, {Name: "address"}},
+			DoUpdates: clause.Set{
+				set("power", "CASE WHEN excluded.power_block > 0 THEN excluded.power ELSE delegates.power END"),
+				set("power_key", "CASE WHEN excluded.power_block > 0 THEN excluded.power_key ELSE delegates.power_key END"),
+				set("power_block", greatest+"(delegates.power_block, excluded.power_block)"),
+				set("delegators", "delegates.delegators + excluded.delegators"),
+				set("votes_cast", "delegates.votes_cast + excluded.votes_cast"),
+				set("first_power_block", "CASE WHEN delegates.first_power_block = 0 THEN excluded.first_power_block ELSE delegates.first_power_block END"),
+				set("last_vote_at", "CASE WHEN delegates.last_vote_at IS NULL OR excluded.last_vote_at > delegates.last_vote_at THEN excluded.last_vote_at ELSE delegates.last_vote_at END"),
+				set("updated_block", greatest+"(delegates.updated_block, excluded.updated_block)"),
+			},
 		}).CreateInBatches(out, 500).Error; err != nil {
 			return fmt.Errorf("upsert delegates: %w", err)
 		}
@@ -409,7 +410,7 @@ func rollbackTokens(tx *gorm.DB, chainID, n uint64, a tokenAccounts) error {
 			return err
 		}
 		if len(last) > 0 {
-			r.Power, r.UpdatedBlock = last[0].NewVotes, last[0].BlockNumber
+			r.Power, r.PowerBlock, r.UpdatedBlock = last[0].NewVotes, last[0].BlockNumber, last[0].BlockNumber
 		}
 		var first []tokenEventRow
 		if err := tx.Where("dao = ? AND account = ? AND kind = ? AND new_votes <> '0'", k[0], k[1], kindVotes).
@@ -441,7 +442,7 @@ func rollbackTokens(tx *gorm.DB, chainID, n uint64, a tokenAccounts) error {
 		r.PowerKey = powerKey(r.Power)
 		if err := tx.Clauses(clause.OnConflict{
 			Columns:   []clause.Column{{Name: "dao"}, {Name: "address"}},
-			DoUpdates: clause.AssignmentColumns([]string{"power", "power_key", "delegators", "votes_cast", "first_power_block", "last_vote_at", "updated_block"}),
+			DoUpdates: clause.AssignmentColumns([]string{"power", "power_key", "power_block", "delegators", "votes_cast", "first_power_block", "last_vote_at", "updated_block"}),
 		}).Create(&r).Error; err != nil {
 			return err
 		}
