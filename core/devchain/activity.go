@@ -141,9 +141,9 @@ func (c *Chain) alphaStep(ctx context.Context) error {
 // proposes; account 2 votes against and 3 for, with reasons, then 0 for and
 // 1 abstains without (on GovernorAlpha, which takes neither reasons nor
 // abstentions, the same votes without reasons, and 1 does not vote).
-// With late set (OpenZeppelin only), quorum is reached in the last block (or
-// second) of voting, which extends the deadline (ProposalExtended), and the
-// abstention carries params (VoteCastWithParams).
+// With late set (OpenZeppelin only), quorum is reached in the last blocks
+// (or seconds) of voting, which extends the deadline (ProposalExtended),
+// and the abstention carries params (VoteCastWithParams).
 func (c *Chain) Lifecycle(ctx context.Context, d *Deployment, round int, late bool) error {
 	c.scene.Lock()
 	defer c.scene.Unlock()
@@ -167,7 +167,7 @@ func (c *Chain) Lifecycle(ctx context.Context, d *Deployment, round int, late bo
 	late = late && d.Kind == core.KindOZGovernor
 	if late {
 		// Quorum at the deadline: the deadline moves by the extension.
-		if err := c.AdvanceTo(ctx, d, p.VoteEnd-1); err != nil {
+		if err := c.AdvanceTo(ctx, d, lateTimepoint(p)); err != nil {
 			return err
 		}
 	}
@@ -196,6 +196,17 @@ func (c *Chain) Lifecycle(ctx context.Context, d *Deployment, round int, late bo
 		return err
 	}
 	return nil
+}
+
+// lateTimepoint is when to bring the votes that reach a late quorum on p:
+// close enough to the end of voting that the late-quorum extension moves
+// the deadline, and far enough that a vote sealed a block later than the
+// next one (the pool can promote a transaction late) still counts.
+func lateTimepoint(p *Proposal) uint64 {
+	if p.DAO.Clock == core.ClockTimestamp {
+		return p.VoteEnd - 5 // seconds; the extension is 60
+	}
+	return p.VoteEnd - 2 // blocks; the extensions are 3 and 20
 }
 
 // proposeAndCancel has an account propose and the proposal canceled: by

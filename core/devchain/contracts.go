@@ -219,14 +219,14 @@ func (c *Chain) call(ctx context.Context, name string, to common.Address, method
 func role(name string) [32]byte { return crypto.Keccak256Hash([]byte(name)) }
 
 // sealCalls sends calls, seals them in one block and returns their
-// receipts; it fails if any of them reverted. Each call's gas is estimated
-// at the head, so the calls must not depend on one another.
+// receipts; it fails if any of them reverted. A call's gas, unless set, is
+// estimated at the head, so such a call must not depend on the others.
 func (c *Chain) sealCalls(ctx context.Context, calls []txCall) ([]*types.Receipt, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	txs := make([]*types.Transaction, 0, len(calls))
 	for _, cl := range calls {
-		tx, err := c.send(ctx, cl.from, cl.artifact, cl.to, cl.method, cl.args...)
+		tx, err := c.sendGas(ctx, cl.from, cl.gas, cl.artifact, cl.to, cl.method, cl.args...)
 		if err != nil {
 			c.commitLocked() // leave no transaction of this batch in the pool
 			return nil, err

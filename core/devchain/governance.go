@@ -86,6 +86,7 @@ type txCall struct {
 	to       common.Address
 	method   string
 	args     []any
+	gas      uint64 // 0: the estimate at the head, with a margin
 }
 
 // proposeCall returns the proposal that propose will create, without its

@@ -103,25 +103,27 @@ func (s *stager) run(ctx context.Context) error {
 	return s.standing(ctx)
 }
 
-// cancel leaves a canceled proposal on each DAO: made and withdrawn while
-// pending (OpenZeppelin allows no later), on Alpha after the proposer's
-// votes fell below the threshold.
+// cancel leaves a canceled proposal on each DAO. OpenZeppelin governors
+// allow it only while the proposal is pending, at most one block here: the
+// cancel goes in the block of the proposal, with a fixed gas limit (its
+// estimate, at the head, would not find the proposal). Bravo and Alpha
+// allow it later; on Alpha the proposer's votes must first fall below the
+// threshold.
 func (s *stager) cancel(ctx context.Context) error {
-	canceled, err := s.propose(ctx, 0, func(d *Deployment) []string { return []string{core.ProposalCanceled} })
+	canceled, err := s.proposeThen(ctx, 0, func(d *Deployment) []string { return []string{core.ProposalCanceled} },
+		func(p *Proposal) *txCall {
+			if p.DAO.byID() {
+				return nil // needs the id, which the receipt tells
+			}
+			cl := actionCall(p, "cancel")
+			cl.gas = cancelGas
+			return &cl
+		})
 	if err != nil {
 		return err
 	}
-	var cancels []txCall
 	for _, p := range canceled {
-		if p.DAO.Kind != core.KindGovernorAlpha {
-			cancels = append(cancels, actionCall(p, "cancel"))
-		}
-	}
-	if _, err := s.c.sealCalls(ctx, cancels); err != nil {
-		return err
-	}
-	for _, p := range canceled {
-		if p.DAO.Kind == core.KindGovernorAlpha {
+		if p.DAO.byID() {
 			if _, err := s.c.Cancel(ctx, p); err != nil {
 				return err
 			}
@@ -129,6 +131,10 @@ func (s *stager) cancel(ctx context.Context) error {
 	}
 	return nil
 }
+
+// cancelGas is the gas limit of a cancel sent with its proposal: more than
+// twice what OpenZeppelin's cancel uses.
+const cancelGas = 200_000
 
 // decide makes the proposals to be defeated, succeeded, queued, expired
 // (where the governor can expire) and executed, one voting period per DAO,
@@ -174,7 +180,7 @@ func (s *stager) decide(ctx context.Context) ([]*Proposal, error) {
 		if !late[p] {
 			continue
 		}
-		if err := c.AdvanceTo(ctx, p.DAO, p.VoteEnd-1); err != nil {
+		if err := c.AdvanceTo(ctx, p.DAO, lateTimepoint(p)); err != nil {
 			return nil, err
 		}
 		if _, err := c.sealCalls(ctx, []txCall{
@@ -252,8 +258,15 @@ func (s *stager) verify(ctx context.Context) error {
 // proposers are accounts first+1, first+2, …, and on GovernorAlpha
 // s.alpha[first], s.alpha[first+1], ….
 func (s *stager) propose(ctx context.Context, first int, roles func(d *Deployment) []string) ([]*Proposal, error) {
+	return s.proposeThen(ctx, first, roles, nil)
+}
+
+// proposeThen is propose, with then's call, if any, sent in the same block
+// right after each propose (from the proposer, so after it by nonce).
+func (s *stager) proposeThen(ctx context.Context, first int, roles func(d *Deployment) []string, then func(p *Proposal) *txCall) ([]*Proposal, error) {
 	var ps []*Proposal
 	var calls []txCall
+	var at []int // index of each proposal's propose in calls
 	for _, d := range s.daos {
 		for i, role := range roles(d) {
 			proposer := (first + i + 1) % s.c.holders
@@ -266,7 +279,12 @@ func (s *stager) propose(ctx context.Context, first int, roles func(d *Deploymen
 				return nil, err
 			}
 			p.Expect = role
-			ps, calls = append(ps, p), append(calls, cl)
+			ps, at, calls = append(ps, p), append(at, len(calls)), append(calls, cl)
+			if then != nil {
+				if next := then(p); next != nil {
+					calls = append(calls, *next)
+				}
+			}
 		}
 	}
 	rs, err := s.c.sealCalls(ctx, calls)
@@ -274,7 +292,7 @@ func (s *stager) propose(ctx context.Context, first int, roles func(d *Deploymen
 		return nil, err
 	}
 	for i, p := range ps {
-		if err := p.created(rs[i]); err != nil {
+		if err := p.created(rs[at[i]]); err != nil {
 			return nil, err
 		}
 	}
