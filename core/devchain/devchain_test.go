@@ -3,6 +3,7 @@ package devchain
 import (
 	"context"
 	"errors"
+	"math/big"
 	"testing"
 	"time"
 
@@ -335,5 +336,59 @@ func TestAlphaVotes(t *testing.T) {
 	}
 	if s, err := c.State(ctx, p); err != nil || s != 1 {
 		t.Fatalf("state %d, %v; want active", s, err)
+	}
+}
+
+// TestMineToFastForward checks the blocks that MineTo appends without the
+// engine API: numbered, linked and timed one second apart as the beacon
+// seals them, with the chain still sealing, forking and running contracts
+// after them.
+func TestMineToFastForward(t *testing.T) {
+	ctx := context.Background()
+	c, err := Start(ctx, Options{Accounts: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start, err := c.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := start.Number.Uint64() + 3000
+	if err := c.MineTo(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+	head, err := c.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head.Number.Uint64() != target {
+		t.Fatalf("head %d, want %d", head.Number, target)
+	}
+	prev := start
+	for n := start.Number.Uint64() + 1; n <= target; n += 997 {
+		h, err := c.Client().HeaderByNumber(ctx, new(big.Int).SetUint64(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Time <= prev.Time {
+			t.Errorf("block %d at %d, not after block %d at %d", n, h.Time, prev.Number, prev.Time)
+		}
+		prev = h
+	}
+	if head.Time-start.Time != 3000 {
+		t.Errorf("3000 blocks took %d s of chain time, want 3000", head.Time-start.Time)
+	}
+	// The chain goes on: a fork off the head, then a whole lifecycle.
+	c.Mine(3)
+	if err := c.Fork(head.Hash()); err != nil {
+		t.Fatal(err)
+	}
+	c.Mine(4)
+	if h, err := c.Head(ctx); err != nil || h.Number.Uint64() != target+4 {
+		t.Fatalf("head after the fork: %v, %v; want block %d", h.Number, err, target+4)
+	}
+	if err := c.Lifecycle(ctx, c.OZ, 1, true); err != nil {
+		t.Fatal(err)
 	}
 }
