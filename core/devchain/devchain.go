@@ -71,11 +71,12 @@ type Chain struct {
 	url     string
 	log     *slog.Logger
 	// keys and addrs are the dev accounts, then any staging proposers
-	// that StageAllStates added (see alphaProposers).
-	keys    []*ecdsa.PrivateKey
-	addrs   []common.Address
-	signer  types.Signer
-	holders int // how many of addrs are dev accounts (Options.Accounts)
+	// that StageAllStates added (see alphaProposers); c.mu guards them.
+	keys     []*ecdsa.PrivateKey
+	addrs    []common.Address
+	signer   types.Signer
+	holders  int              // how many of addrs are dev accounts (Options.Accounts)
+	accounts []common.Address // addrs[:holders], which Accounts reads without c.mu
 
 	mu sync.Mutex // serialises sending, sealing, forking and time jumps
 	// scene is held by a scripted scene (Lifecycle, the activity) to pause
@@ -168,6 +169,7 @@ func Start(ctx context.Context, opts Options) (*Chain, error) {
 		c.addrs = append(c.addrs, addr)
 		alloc[addr] = types.Account{Balance: new(big.Int).Mul(big.NewInt(1_000_000), ether)}
 	}
+	c.accounts = append([]common.Address(nil), c.addrs...)
 	if err := c.startBackend(alloc, opts); err != nil {
 		return nil, err
 	}
@@ -286,7 +288,7 @@ func (c *Chain) Client() simulated.Client { return c.client }
 
 // Accounts returns the dev accounts; account 0 deployed the contracts.
 func (c *Chain) Accounts() []common.Address {
-	return append([]common.Address(nil), c.addrs[:c.holders]...)
+	return append([]common.Address(nil), c.accounts...)
 }
 
 // Commit seals a block with the pending transactions and returns its hash.
