@@ -36,7 +36,7 @@ func (d *Deployment) States() []string {
 //
 // The proposals carry realistic votes: for, against and abstain (for and
 // against on GovernorAlpha) with reasons; on dev-oz and dev-oz4 one
-// proposal reaches quorum only in the last block of voting, which extends
+// proposal reaches quorum only in the last blocks of voting, which extends
 // its deadline (ProposalExtended); on dev-oz-time the voting ends as the
 // clock crosses the deadline, not as blocks are sealed. Every proposal
 // stores its own value in the Box, as Compound's Timelock refuses two
@@ -44,11 +44,14 @@ func (d *Deployment) States() []string {
 //
 // The pending and active proposals are made last and are still pending and
 // active on return; sealing blocks or moving time afterwards moves them on
-// (dev-oz and dev-bravo's pending ones open after one more block). Voting
-// on GovernorAlpha lasts 40,320 blocks, which StageAllStates seals once,
-// most of its run time; time jumps of more than 16 days follow. With fewer
-// than five dev accounts it gives GovernorAlpha staging proposers beyond
-// Accounts (GovernorAlpha allows one live proposal per proposer).
+// (the pending ones of the block-clock DAOs open two blocks later, dev-oz
+// and dev-bravo's active ones close some seven blocks later). Voting on
+// GovernorAlpha lasts 40,320 blocks, which StageAllStates seals once
+// (MineTo fast-forwards them): about 20 s on two cores, nearly all of its
+// run time. Time jumps of over 16 days follow (timelock delay, grace
+// period). With fewer than five dev accounts it funds staging proposers
+// beyond Accounts with ETH and UNI, as GovernorAlpha allows one live
+// proposal per proposer.
 func (c *Chain) StageAllStates(ctx context.Context) ([]*Proposal, error) {
 	return c.StageStates(ctx, c.Deployments()...)
 }
@@ -140,8 +143,8 @@ const cancelGas = 200_000
 // (where the governor can expire) and executed, one voting period per DAO,
 // and casts their votes. On dev-oz and dev-oz4 the proposal to succeed gets
 // only an against vote early; the for votes that reach quorum come in the
-// deadline block, which extends the deadline. Voting is still open on
-// return: CloseVoting ends it.
+// last blocks of voting, which extends the deadline. Voting is still open
+// on return: CloseVoting ends it.
 func (s *stager) decide(ctx context.Context) ([]*Proposal, error) {
 	c := s.c
 	decided, err := s.propose(ctx, 0, func(d *Deployment) []string {
