@@ -2,8 +2,8 @@
 # gen.sh regenerates artifacts/*.json (ABI + creation bytecode) from src/*.sol
 # with the solc and @openzeppelin/contracts (5.x and 4.9) versions pinned in
 # package-lock.json, and copies Uniswap's compiled GovernorAlpha, Uni and
-# Timelock from @uniswap/governance. It needs node and npm (the npm registry, or a warm npm
-# cache). Run it from anywhere:
+# Timelock from @uniswap/governance. It needs node and npm (the npm
+# registry, or a warm npm cache). Run it from anywhere:
 #
 #	bash core/devchain/contracts/gen.sh     (or: go generate ./core/devchain)
 set -euo pipefail
