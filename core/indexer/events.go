@@ -120,6 +120,10 @@ func mustABI(s string) abi.ABI {
 	return a
 }
 
+// TokenTopics returns the topic-0 hashes of the voting token's delegation
+// events, for an eth_getLogs filter.
+func TokenTopics() []common.Hash { return append([]common.Hash(nil), tokenTopics...) }
+
 // EventTopics returns the topic-0 hashes of the governor events the indexer
 // follows, for an eth_getLogs filter.
 func EventTopics() []common.Hash { return append([]common.Hash(nil), eventTopics...) }

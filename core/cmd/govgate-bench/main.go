@@ -58,7 +58,7 @@ var (
 	cpuProfile    = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memProfile    = flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
 	rounds        = flag.Int("rounds", 3, "rounds of each ratio figure; each round measures the baseline and the subject back to back, and the medians are reported")
-	only          = flag.String("only", "", "run only these parts, comma-separated: ceiling, sqlite, postgres, latency, fanout, plugins, otel, health")
+	only          = flag.String("only", "", "run only these parts, comma-separated: ceiling, sqlite, postgres, latency, fanout, plugins, otel, health, delegation")
 )
 
 func main() {
@@ -291,6 +291,16 @@ func run(ctx context.Context) error {
 			return fmt.Errorf("health: %w", err)
 		}
 		report("health_ratio", "%.2f", hr)
+	}
+	if want("delegation") {
+		idx, raw, bytes, err := delegationBench(ctx, tmp)
+		if err != nil {
+			return fmt.Errorf("delegation: %w", err)
+		}
+		report("delegation_events_per_s", "%.0f", idx)
+		report("delegation_getlogs_events_per_s", "%.0f", raw)
+		report("delegation_ratio", "%.2f", idx/raw)
+		report("delegation_bytes_per_event", "%.0f", bytes)
 	}
 	report("peak_rss_mb", "%.0f", peakRSSMB())
 	return nil
