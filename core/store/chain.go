@@ -294,7 +294,7 @@ func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) (err error) {
 					Voter: v.Voter, Support: v.Support, Weight: v.Weight, Reason: v.Reason, Params: v.Params,
 					BlockNumber: v.BlockNumber, BlockHash: v.BlockHash, CastAt: v.CastAt.UTC()}
 			}
-			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(rows, 500).Error; err != nil {
+			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(rows, s.rowsPerInsert()).Error; err != nil {
 				return fmt.Errorf("insert votes: %w", err)
 			}
 		}
@@ -318,7 +318,7 @@ func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) (err error) {
 			if err := tx.Clauses(clause.OnConflict{
 				Columns:   []clause.Column{{Name: "chain_id"}, {Name: "number"}},
 				DoUpdates: clause.AssignmentColumns([]string{"hash"}),
-			}).CreateInBatches(rows, 500).Error; err != nil {
+			}).CreateInBatches(rows, s.rowsPerInsert()).Error; err != nil {
 				return fmt.Errorf("record blocks: %w", err)
 			}
 		}
