@@ -110,6 +110,8 @@ type builder struct {
 	// tokenNotes are the batch's delegation notifications: index in
 	// batch.Notifications, index in batch.TokenEvents.
 	tokenNotes [][2]int
+	// hexes memoizes EIP-55 addresses (builder.hex).
+	hexes map[common.Address]string
 	// lastChange is the index in batch.TokenEvents of the last
 	// DelegateChanged, whose moved amount the DelegateVotesChanged of the
 	// same transaction tell; -1 for none.

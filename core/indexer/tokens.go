@@ -69,16 +69,16 @@ func (b *builder) applyToken(l *types.Log) {
 		return
 	}
 	ev := core.TokenEvent{
-		DAO: b.d.dao.Slug, ChainID: b.r.chainID, Token: l.Address.Hex(),
+		DAO: b.d.dao.Slug, ChainID: b.r.chainID, Token: b.hex(l.Address),
 		BlockNumber: l.BlockNumber, BlockHash: l.BlockHash.Hex(), TxHash: l.TxHash.Hex(), LogIndex: l.Index, At: b.blockTime,
 	}
 	if tl.changed {
 		ev.Kind = core.TypeDelegateChanged
-		ev.Delegator, ev.FromDelegate, ev.ToDelegate = tl.delegator.Hex(), tl.from.Hex(), tl.to.Hex()
+		ev.Delegator, ev.FromDelegate, ev.ToDelegate = b.hex(tl.delegator), b.hex(tl.from), b.hex(tl.to)
 		b.lastChange = len(b.batch.TokenEvents)
 	} else {
 		ev.Kind = core.TypeDelegateVotesChanged
-		ev.Delegate, ev.PreviousVotes, ev.NewVotes = tl.delegate.Hex(), tl.previousVotes.String(), tl.newVotes.String()
+		ev.Delegate, ev.PreviousVotes, ev.NewVotes = b.hex(tl.delegate), tl.previousVotes.String(), tl.newVotes.String()
 		if i := b.lastChange; i >= 0 {
 			dc := &b.batch.TokenEvents[i]
 			delta := new(big.Int).Sub(tl.newVotes, tl.previousVotes)
@@ -127,4 +127,19 @@ func (b *builder) finishTokens() error {
 		b.batch.Notifications[tn[0]].Data = raw
 	}
 	return nil
+}
+
+// hex is a.Hex(), EIP-55, computed once per address and batch: its
+// checksum is a Keccak-256, and a delegation names the same accounts in
+// its two events.
+func (b *builder) hex(a common.Address) string {
+	if h, ok := b.hexes[a]; ok {
+		return h
+	}
+	if b.hexes == nil {
+		b.hexes = map[common.Address]string{}
+	}
+	h := a.Hex()
+	b.hexes[a] = h
+	return h
 }
