@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -118,12 +119,21 @@ func startGovgate(t *testing.T, dbURL, caFile, cfgYAML string, extraEnv ...strin
 	return p
 }
 
+// listeningLine is serve's log line for a listener it opened.
+var listeningLine = regexp.MustCompile(`msg=listening listener=(\w+) addr=http://(\S+)`)
+
+// start runs the process on ports the kernel picks, and learns them from
+// its log. (Picking free ports first and passing them lost a race: another
+// test binary could take one in between, and a check that the port
+// answered then saw that binary's listener, not govgate's.)
 func (p *proc) start() {
 	t := p.t
 	t.Helper()
-	p.api, p.webhooks, p.admin = freeAddr(t), freeAddr(t), freeAddr(t)
+	p.logMu.Lock()
+	from := p.log.Len() // a restarted process logs after its first life
+	p.logMu.Unlock()
 	p.cmd = exec.Command(binary, "serve", "--config", p.cfgPath)
-	p.cmd.Env = append(p.env, "GOVGATE_API_ADDR="+p.api, "GOVGATE_WEBHOOKS_ADDR="+p.webhooks, "GOVGATE_ADMIN_ADDR="+p.admin)
+	p.cmd.Env = append(p.env, "GOVGATE_API_ADDR=127.0.0.1:0", "GOVGATE_WEBHOOKS_ADDR=127.0.0.1:0", "GOVGATE_ADMIN_ADDR=127.0.0.1:0", "GOVGATE_LOG_FORMAT=text")
 	w := lockedWriter{p.logMu, p.log}
 	p.cmd.Stdout, p.cmd.Stderr = w, w
 	if err := p.cmd.Start(); err != nil {
@@ -135,7 +145,14 @@ func (p *proc) start() {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		// serve opens its listeners one after another: wait for all three.
-		if listening(p.api) && listening(p.webhooks) && listening(p.admin) {
+		p.logMu.Lock()
+		found := map[string]string{}
+		for _, m := range listeningLine.FindAllStringSubmatch(p.log.String()[from:], -1) {
+			found[m[1]] = m[2]
+		}
+		p.logMu.Unlock()
+		if len(found) == 3 {
+			p.api, p.webhooks, p.admin = found["api"], found["webhooks"], found["admin"]
 			return
 		}
 		select {
