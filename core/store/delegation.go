@@ -669,3 +669,20 @@ func (s *Store) rowsPerInsert() int {
 
 // sqliteRowsPerInsert is rowsPerInsert on SQLite.
 var sqliteRowsPerInsert = 50
+
+// TableBytes returns the bytes PostgreSQL's tables take with their indexes
+// and TOAST (pg_total_relation_size); SQLite has no such figure: 0.
+func (s *Store) TableBytes(ctx context.Context, tables ...string) (int64, error) {
+	if s.dialect != Postgres {
+		return 0, nil
+	}
+	var n int64
+	for _, t := range tables {
+		var v int64
+		if err := s.db.WithContext(ctx).Raw(`SELECT pg_total_relation_size(?::regclass)`, t).Scan(&v).Error; err != nil {
+			return 0, fmt.Errorf("size of %s: %w", t, err)
+		}
+		n += v
+	}
+	return n, nil
+}

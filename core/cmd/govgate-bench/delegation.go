@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/big"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/ethereum/go-ethereum"
@@ -79,12 +78,12 @@ func deployCode(runtime []byte) []byte {
 }
 
 // delegationBench measures the backfill of a token's delegation history:
-// delegationEvents events indexed into the embedded SQLite store through
-// the chain gateway, against a bare eth_getLogs of the same block ranges.
-func delegationBench(ctx context.Context, tmp string) (indexed, raw, bytesPerEvent float64, err error) {
+// delegationEvents events indexed into each target store through the
+// chain gateway, against a bare eth_getLogs of the same block ranges.
+func delegationBench(ctx context.Context, targets []delegationTarget) (delegationResult, error) {
 	c, err := devchain.Start(ctx, devchain.Options{Accounts: 4, BlockGasLimit: 400_000_000, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		return 0, 0, 0, err
+		return delegationResult{}, err
 	}
 	defer c.Close()
 	key := devchain.DevKey(3)
@@ -93,12 +92,12 @@ func delegationBench(ctx context.Context, tmp string) (indexed, raw, bytesPerEve
 	signer := types.LatestSignerForChainID(big.NewInt(devchain.ChainID))
 	nonce, err := cl.PendingNonceAt(ctx, from)
 	if err != nil {
-		return 0, 0, 0, err
+		return delegationResult{}, err
 	}
 	tip := big.NewInt(1e9)
 	head, err := cl.HeaderByNumber(ctx, nil)
 	if err != nil {
-		return 0, 0, 0, err
+		return delegationResult{}, err
 	}
 	feeCap := new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(4)), tip)
 	send := func(to *common.Address, data []byte, gas uint64) (*types.Transaction, error) {
@@ -135,11 +134,11 @@ func delegationBench(ctx context.Context, tmp string) (indexed, raw, bytesPerEve
 	}
 	deploy, err := send(nil, deployCode(emitterRuntime()), 1_000_000)
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("deploy emitter: %w", err)
+		return delegationResult{}, fmt.Errorf("deploy emitter: %w", err)
 	}
 	rec, err := mined(deploy)
 	if err != nil {
-		return 0, 0, 0, err
+		return delegationResult{}, err
 	}
 	emitter, startBlock := rec.ContractAddress, rec.BlockNumber.Uint64()
 
@@ -150,7 +149,7 @@ func delegationBench(ctx context.Context, tmp string) (indexed, raw, bytesPerEve
 		data := append(common.BigToHash(big.NewInt(int64(i))).Bytes(), common.BigToHash(big.NewInt(int64(n))).Bytes()...)
 		tx, err := send(&emitter, data, 16_000_000)
 		if err != nil {
-			return 0, 0, 0, fmt.Errorf("emit: %w", err)
+			return delegationResult{}, fmt.Errorf("emit: %w", err)
 		}
 		txs = append(txs, tx)
 		if len(txs)%2 == 0 {
@@ -158,18 +157,18 @@ func delegationBench(ctx context.Context, tmp string) (indexed, raw, bytesPerEve
 		}
 	}
 	if _, err := mined(txs...); err != nil {
-		return 0, 0, 0, err
+		return delegationResult{}, err
 	}
 	last, err := cl.BlockNumber(ctx)
 	if err != nil {
-		return 0, 0, 0, err
+		return delegationResult{}, err
 	}
 
 	// The bare reading: the same addresses, topics and one-block ranges the
 	// indexer is configured with below.
 	rpc, err := ethclient.Dial(c.RPCURL())
 	if err != nil {
-		return 0, 0, 0, err
+		return delegationResult{}, err
 	}
 	defer rpc.Close()
 	topics := append(indexer.EventTopics(), indexer.TokenTopics()...)
@@ -179,33 +178,58 @@ func delegationBench(ctx context.Context, tmp string) (indexed, raw, bytesPerEve
 		logs, err := rpc.FilterLogs(ctx, ethereum.FilterQuery{FromBlock: new(big.Int).SetUint64(b), ToBlock: new(big.Int).SetUint64(b),
 			Addresses: []common.Address{c.OZ.Governor, emitter}, Topics: [][]common.Hash{topics}})
 		if err != nil {
-			return 0, 0, 0, err
+			return delegationResult{}, err
 		}
 		fetched += len(logs)
 	}
 	rawTime := time.Since(start)
 	if fetched != delegationEvents {
-		return 0, 0, 0, fmt.Errorf("eth_getLogs returned %d events, want %d", fetched, delegationEvents)
+		return delegationResult{}, fmt.Errorf("eth_getLogs returned %d events, want %d", fetched, delegationEvents)
 	}
 
-	path := filepath.Join(tmp, "delegation.db")
-	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
-	st, err := store.Open(ctx, "sqlite:"+path, box, store.Options{})
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	closed := false
-	defer func() {
-		if !closed {
-			st.Close()
+	res := delegationResult{getLogsPerS: float64(fetched) / rawTime.Seconds()}
+	for _, target := range targets {
+		rate, bytes, err := indexDelegations(ctx, c, target, emitter, startBlock)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", target.name, err)
 		}
-	}()
-	before := dbSize(path)
+		res.perS = append(res.perS, rate)
+		res.bytes = append(res.bytes, bytes)
+	}
+	return res, nil
+}
+
+// delegationTarget is a store the delegation history is indexed into.
+type delegationTarget struct {
+	name string
+	url  string
+	// size returns the bytes the delegation data takes in the store.
+	size func(st *store.Store) (int64, error)
+}
+
+type delegationResult struct {
+	getLogsPerS float64
+	perS, bytes []float64 // by target
+}
+
+// indexDelegations indexes the emitter's history into one store and
+// returns the events indexed per second and the bytes each takes.
+func indexDelegations(ctx context.Context, c *devchain.Chain, target delegationTarget, emitter common.Address, startBlock uint64) (float64, float64, error) {
+	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
+	st, err := store.Open(ctx, target.url, box, store.Options{})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer st.Close()
+	before, err := target.size(st)
+	if err != nil {
+		return 0, 0, err
+	}
 	cc := c.ChainConfig()
 	cc.RequestTimeout = time.Minute
 	gw, err := chain.New(cc, chain.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, err
 	}
 	defer gw.Close()
 	dao := core.DAO{Slug: "bench-token", Name: "bench", ChainID: devchain.ChainID, Governor: c.OZ.Governor.Hex(),
@@ -213,24 +237,25 @@ func delegationBench(ctx context.Context, tmp string) (indexed, raw, bytesPerEve
 	r, err := indexer.NewRunner(gw, st, indexer.NewLocalLocker(), devchain.ChainID, 0, []core.DAO{dao},
 		indexer.Config{InitialRange: 1, MaxRange: 1}, indexer.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, err
 	}
-	start = time.Now()
+	start := time.Now()
 	if err := r.Sync(ctx); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, err
 	}
 	indexTime := time.Since(start)
 	page, err := st.ListDelegates(ctx, dao.Slug, core.SortVotingPower, "", 1)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, err
 	}
 	if len(page.Items) != 1 || page.Items[0].VotingPower != fmt.Sprint(delegationEvents/2+1) {
-		return 0, 0, 0, errors.New("the indexed delegates are not the emitted ones")
+		return 0, 0, errors.New("the indexed delegates are not the emitted ones")
 	}
-	st.Close() // SQLite folds its write-ahead log into the database file
-	closed = true
-	bytes := float64(dbSize(path) - before)
-	return float64(delegationEvents) / indexTime.Seconds(), float64(fetched) / rawTime.Seconds(), bytes / delegationEvents, nil
+	after, err := target.size(st)
+	if err != nil {
+		return 0, 0, err
+	}
+	return float64(delegationEvents) / indexTime.Seconds(), float64(after-before) / delegationEvents, nil
 }
 
 // dbSize is the size of an SQLite database with its write-ahead log.

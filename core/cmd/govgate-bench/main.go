@@ -293,14 +293,28 @@ func run(ctx context.Context) error {
 		report("health_ratio", "%.2f", hr)
 	}
 	if want("delegation") {
-		idx, raw, bytes, err := delegationBench(ctx, tmp)
+		sqlitePath := filepath.Join(tmp, "delegation.db")
+		targets := []delegationTarget{{name: "sqlite", url: "sqlite:" + sqlitePath, size: func(*store.Store) (int64, error) {
+			return dbSize(sqlitePath), nil
+		}}}
+		pgURL, err := newDB("bench_delegation")
+		if err != nil {
+			return err
+		}
+		targets = append(targets, delegationTarget{name: "postgres", url: pgURL, size: func(st *store.Store) (int64, error) {
+			return st.TableBytes(ctx, "token_events", "delegates", "delegations", "delegated_powers")
+		}})
+		res, err := delegationBench(ctx, targets)
 		if err != nil {
 			return fmt.Errorf("delegation: %w", err)
 		}
-		report("delegation_events_per_s", "%.0f", idx)
-		report("delegation_getlogs_events_per_s", "%.0f", raw)
-		report("delegation_ratio", "%.2f", idx/raw)
-		report("delegation_bytes_per_event", "%.0f", bytes)
+		report("delegation_getlogs_events_per_s", "%.0f", res.getLogsPerS)
+		report("delegation_events_per_s_sqlite", "%.0f", res.perS[0])
+		report("delegation_ratio_sqlite", "%.2f", res.perS[0]/res.getLogsPerS)
+		report("delegation_bytes_per_event_sqlite", "%.0f", res.bytes[0])
+		report("delegation_events_per_s", "%.0f", res.perS[1])
+		report("delegation_ratio", "%.2f", res.perS[1]/res.getLogsPerS)
+		report("delegation_bytes_per_event", "%.0f", res.bytes[1])
 	}
 	report("peak_rss_mb", "%.0f", peakRSSMB())
 	return nil
