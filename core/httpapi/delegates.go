@@ -49,18 +49,7 @@ type snapshotPower struct {
 // GET /{dao}/delegates, /{dao}/delegates/{address}, /{dao}/accounts/{address}
 // and /{dao}/power.
 func DelegateRoutes(r DelegateReader, daos []core.DAO, log *slog.Logger) func(e *gin.Engine) {
-	known := map[string]bool{}
-	for _, d := range daos {
-		known[d.Slug] = true
-	}
-	dao := func(c *gin.Context) (string, bool) {
-		slug := c.Param("dao")
-		if !known[slug] {
-			writeError(c, log, core.Errorf(core.ECodeUnknownDAO, "unknown dao %q (GET /daos lists them)", slug))
-			return "", false
-		}
-		return slug, true
-	}
+	dao := daoParam(daos, log)
 	address := func(c *gin.Context) (string, bool) {
 		a := c.Param("address")
 		if !common.IsHexAddress(a) {

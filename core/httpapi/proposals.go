@@ -22,18 +22,7 @@ type ProposalReader interface {
 // ProposalRoutes returns GET /proposals (every DAO's), GET /{dao}/proposals
 // and GET /{dao}/proposals/{id} for APIConfig.Routes.
 func ProposalRoutes(r ProposalReader, daos []core.DAO, log *slog.Logger) func(e *gin.Engine) {
-	known := map[string]bool{}
-	for _, d := range daos {
-		known[d.Slug] = true
-	}
-	dao := func(c *gin.Context) (string, bool) {
-		slug := c.Param("dao")
-		if !known[slug] {
-			writeError(c, log, core.Errorf(core.ECodeUnknownDAO, "unknown dao %q (GET /daos lists them)", slug))
-			return "", false
-		}
-		return slug, true
-	}
+	dao := daoParam(daos, log)
 	list := func(c *gin.Context, slug string) {
 		p, err := pageOf(c)
 		if err != nil {
@@ -92,6 +81,23 @@ func ProposalRoutes(r ProposalReader, daos []core.DAO, log *slog.Logger) func(e 
 			}
 			c.JSON(http.StatusOK, gin.H{"proposal": prop, "votes": listBody(votes, next)})
 		})
+	}
+}
+
+// daoParam returns a function that reads the {dao} of a route, writing
+// unknown_dao and returning false for a slug that is not configured.
+func daoParam(daos []core.DAO, log *slog.Logger) func(c *gin.Context) (string, bool) {
+	known := map[string]bool{}
+	for _, d := range daos {
+		known[d.Slug] = true
+	}
+	return func(c *gin.Context) (string, bool) {
+		slug := c.Param("dao")
+		if !known[slug] {
+			writeError(c, log, core.Errorf(core.ECodeUnknownDAO, "unknown dao %q (GET /daos lists them)", slug))
+			return "", false
+		}
+		return slug, true
 	}
 }
 
