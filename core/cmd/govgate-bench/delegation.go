@@ -23,10 +23,10 @@ import (
 	"github.com/govgate/govgate/core/store"
 )
 
-// delegationEvents is how many delegation events the benchmark indexes:
-// half DelegateChanged, half DelegateVotesChanged, each pair for a new
-// delegator and delegate, as a token's history is.
-const delegationEvents = 1_000_000
+// The delegation benchmark indexes *delegationEvents events (the figure is
+// 1,000,000; fewer while iterating): half DelegateChanged, half
+// DelegateVotesChanged, each pair for a new delegator and delegate, as a
+// token's history is.
 
 // emitterRuntime is EVM code that, called with (start, count) as two
 // words, emits for each i in [start, start+count) the two events a
@@ -81,6 +81,10 @@ func deployCode(runtime []byte) []byte {
 // delegationEvents events indexed into each target store through the
 // chain gateway, against a bare eth_getLogs of the same block ranges.
 func delegationBench(ctx context.Context, targets []delegationTarget) (delegationResult, error) {
+	events := *delegationEvents
+	if events <= 0 || events%2 != 0 {
+		return delegationResult{}, fmt.Errorf("-delegations %d: want a positive even number", events)
+	}
 	c, err := devchain.Start(ctx, devchain.Options{Accounts: 4, BlockGasLimit: 400_000_000, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return delegationResult{}, err
@@ -144,8 +148,8 @@ func delegationBench(ctx context.Context, targets []delegationTarget) (delegatio
 
 	const perTx = 4000 // pairs: about 14.5M gas, under the 2^24 cap of a transaction
 	var txs []*types.Transaction
-	for i := 1; i <= delegationEvents/2; i += perTx {
-		n := min(perTx, delegationEvents/2-i+1)
+	for i := 1; i <= events/2; i += perTx {
+		n := min(perTx, events/2-i+1)
 		data := append(common.BigToHash(big.NewInt(int64(i))).Bytes(), common.BigToHash(big.NewInt(int64(n))).Bytes()...)
 		tx, err := send(&emitter, data, 16_000_000)
 		if err != nil {
@@ -183,13 +187,13 @@ func delegationBench(ctx context.Context, targets []delegationTarget) (delegatio
 		fetched += len(logs)
 	}
 	rawTime := time.Since(start)
-	if fetched != delegationEvents {
-		return delegationResult{}, fmt.Errorf("eth_getLogs returned %d events, want %d", fetched, delegationEvents)
+	if fetched != events {
+		return delegationResult{}, fmt.Errorf("eth_getLogs returned %d events, want %d", fetched, events)
 	}
 
 	res := delegationResult{getLogsPerS: float64(fetched) / rawTime.Seconds()}
 	for _, target := range targets {
-		rate, bytes, err := indexDelegations(ctx, c, target, emitter, startBlock)
+		rate, bytes, err := indexDelegations(ctx, c, target, emitter, startBlock, events)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", target.name, err)
 		}
@@ -214,7 +218,7 @@ type delegationResult struct {
 
 // indexDelegations indexes the emitter's history into one store and
 // returns the events indexed per second and the bytes each takes.
-func indexDelegations(ctx context.Context, c *devchain.Chain, target delegationTarget, emitter common.Address, startBlock uint64) (float64, float64, error) {
+func indexDelegations(ctx context.Context, c *devchain.Chain, target delegationTarget, emitter common.Address, startBlock uint64, events int) (float64, float64, error) {
 	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
 	st, err := store.Open(ctx, target.url, box, store.Options{})
 	if err != nil {
@@ -239,23 +243,29 @@ func indexDelegations(ctx context.Context, c *devchain.Chain, target delegationT
 	if err != nil {
 		return 0, 0, err
 	}
+	debugStatements(ctx, st, false)
+	pgCPU0, selfCPU0 := postgresCPU(), selfCPU()
 	start := time.Now()
 	if err := r.Sync(ctx); err != nil {
 		return 0, 0, err
 	}
 	indexTime := time.Since(start)
+	if os.Getenv("GOVGATE_BENCH_DEBUG") != "" {
+		fmt.Fprintf(os.Stderr, "debug: delegation %s %.2fs; cpu: postgres %.2fs, bench process %.2fs\n", target.name, indexTime.Seconds(), postgresCPU()-pgCPU0, selfCPU()-selfCPU0)
+		debugStatements(ctx, st, true)
+	}
 	page, err := st.ListDelegates(ctx, dao.Slug, core.SortVotingPower, "", 1)
 	if err != nil {
 		return 0, 0, err
 	}
-	if len(page.Items) != 1 || page.Items[0].VotingPower != fmt.Sprint(delegationEvents/2+1) {
+	if len(page.Items) != 1 || page.Items[0].VotingPower != fmt.Sprint(events/2+1) {
 		return 0, 0, errors.New("the indexed delegates are not the emitted ones")
 	}
 	after, err := target.size(st)
 	if err != nil {
 		return 0, 0, err
 	}
-	return float64(delegationEvents) / indexTime.Seconds(), float64(after-before) / delegationEvents, nil
+	return float64(events) / indexTime.Seconds(), float64(after-before) / float64(events), nil
 }
 
 // dbSize is the size of an SQLite database with its write-ahead log.
