@@ -423,15 +423,12 @@ func rollbackTokens(tx *gorm.DB, chainID, n uint64, a tokenAccounts) error {
 		if err := tx.Model(&delegationRow{}).Where("dao = ? AND delegate = ?", k[0], k[1]).Count(&r.Delegators).Error; err != nil {
 			return err
 		}
-		var votes struct {
-			N    int64
-			Last *time.Time
-		}
-		if err := tx.Model(&voteRow{}).Select("COUNT(*) AS n, MAX(cast_at) AS last").Where("dao = ? AND voter = ?", k[0], k[1]).Scan(&votes).Error; err != nil {
+		// The count alone: SQLite answers MAX(cast_at) as text, which does
+		// not scan into a time; the newest vote is read below.
+		if err := tx.Model(&voteRow{}).Where("dao = ? AND voter = ?", k[0], k[1]).Count(&r.VotesCast).Error; err != nil {
 			return err
 		}
-		r.VotesCast = votes.N
-		if votes.N > 0 {
+		if r.VotesCast > 0 {
 			var v []voteRow
 			if err := tx.Where("dao = ? AND voter = ?", k[0], k[1]).Order("cast_at DESC").Limit(1).Find(&v).Error; err != nil {
 				return err
