@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/glebarez/go-sqlite"
+	_ "modernc.org/sqlite"
 )
 
 func sqliteURL(t *testing.T) (url, path string) {

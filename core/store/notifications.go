@@ -342,14 +342,12 @@ func (s *Store) fanOutLeased(tx *gorm.DB, id string, body []byte, traceParent st
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	values := make([]string, len(rows))
-	args = make([]any, 0, 7*len(rows))
-	for i, l := range rows {
-		values[i] = "(?, ?, ?, ?, 1, ?, 0, '', ?, ?)"
-		args = append(args, id, l.webhook, string(core.DeliveryInFlight), now.Add(r.Lease), token, now, now)
-	}
+	// The same webhooks again, as INSERT … SELECT: a VALUES list would
+	// bind seven parameters a row, which SQLite's driver does in time that
+	// grows with the square of their number.
 	ins, err := q.QueryContext(ctx, `INSERT INTO deliveries (notification_id, webhook_id, state, next_attempt_at, attempts, lease_token, last_status, last_error, created_at, updated_at)
-		VALUES `+strings.Join(values, ", ")+` RETURNING id, webhook_id`, args...)
+		SELECT ?, id, ?, ?, 1, ?, 0, '', ?, ? FROM webhooks WHERE `+where+` ORDER BY id LIMIT ? RETURNING id, webhook_id`,
+		append(append([]any{id, string(core.DeliveryInFlight), now.Add(r.Lease), token, now, now}, args...), r.N)...)
 	if err != nil {
 		return nil, fmt.Errorf("fan out notification: %w", err)
 	}

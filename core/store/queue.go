@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -598,32 +597,26 @@ func (s *Store) insertAttempts(tx *gorm.DB, attempts []attemptRow) error {
 		}
 		return nil
 	}
-	const cols = 10
-	for len(attempts) > 0 {
-		n := min(len(attempts), 100)
-		var b strings.Builder
-		b.WriteString(`INSERT INTO delivery_attempts (delivery_id, webhook_id, number, started_at, duration_ms, status_code, outcome, error, response_excerpt, plugin_trace) VALUES `)
-		args := make([]any, 0, n*cols)
-		for i, a := range attempts[:n] {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(" + marks(cols) + ")")
-			args = append(args, a.DeliveryID, a.WebhookID, a.Number, a.StartedAt, a.DurationMs, a.StatusCode, a.Outcome, a.Error, a.ResponseExcerpt, a.PluginTrace)
-		}
-		if _, err := q.ExecContext(ctx, b.String(), args...); err != nil {
+	stmt, err := txPrepare(tx, `INSERT INTO delivery_attempts (delivery_id, webhook_id, number, started_at, duration_ms, status_code, outcome, error, response_excerpt, plugin_trace)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("record attempts: %w", err)
+	}
+	defer stmt.Close()
+	for _, a := range attempts {
+		if _, err := stmt.ExecContext(ctx, a.DeliveryID, a.WebhookID, a.Number, a.StartedAt, a.DurationMs, a.StatusCode, a.Outcome, a.Error, a.ResponseExcerpt, a.PluginTrace); err != nil {
 			return fmt.Errorf("record attempts: %w", err)
 		}
-		attempts = attempts[n:]
 	}
 	return nil
 }
 
 // finishDeliveries moves every delivery of results whose lease the caller
-// still holds to its next state, in one statement, and returns those ids.
-// The batch is a row set v(id, token, state, next_at, status, err): on
-// PostgreSQL unnest over arrays, so that every batch runs the same
-// statement text; on SQLite a VALUES list.
+// still holds to its next state and returns those ids: on PostgreSQL in one
+// statement over a row set v(id, token, state, next_at, status, err) from
+// unnest, so that every batch runs the same statement text; on SQLite, where
+// a statement costs no round trip, one prepared statement per row (see
+// txPrepare).
 //
 // A non-empty lease token is only ever set by a claim and cleared by every
 // move out of in_flight, so matching it is the whole lease check. The
@@ -652,39 +645,40 @@ func (s *Store) finishDeliveries(tx *gorm.DB, results []core.AttemptResult, now 
 		}
 		ids[i], tokens[i], states[i], next[i], status[i], errs[i] = r.Job.DeliveryID, r.Job.LeaseToken, state, at, int32(r.StatusCode), truncate(r.Error, 1024)
 	}
-	const set = ` UPDATE deliveries SET state = v.state, next_attempt_at = v.next_at,
+	held := make(map[int64]bool, n)
+	if s.dialect != Postgres {
+		stmt, err := txPrepare(tx, `UPDATE deliveries SET state = ?, next_attempt_at = ?,
+			completed_at = CASE WHEN ? = 'pending' THEN NULL ELSE ? END,
+			lease_token = '', last_status = ?, last_error = ?, updated_at = ?
+			WHERE id = ? AND lease_token = ?`)
+		if err != nil {
+			return nil, fmt.Errorf("update deliveries: %w", err)
+		}
+		defer stmt.Close()
+		for i := range results {
+			res, err := stmt.ExecContext(tx.Statement.Context, states[i], next[i], states[i], next[i], status[i], errs[i], now, ids[i], tokens[i])
+			if err != nil {
+				return nil, fmt.Errorf("update deliveries: %w", err)
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return nil, fmt.Errorf("update deliveries: %w", err)
+			} else if n > 0 {
+				held[ids[i]] = true
+			}
+		}
+		return held, nil
+	}
+	query := `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::int[], $6::text[]) AS v(id, token, state, next_at, status, err))
+		UPDATE deliveries SET state = v.state, next_attempt_at = v.next_at,
 		completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE v.next_at END,
-		lease_token = '', last_status = v.status, last_error = v.err, updated_at = %s
+		lease_token = '', last_status = v.status, last_error = v.err, updated_at = $7
 		FROM v WHERE deliveries.id = v.id AND deliveries.lease_token = v.token
 		RETURNING deliveries.id`
-	var (
-		query string
-		args  []any
-	)
-	if s.dialect == Postgres {
-		query = `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::int[], $6::text[]) AS v(id, token, state, next_at, status, err))` + fmt.Sprintf(set, "$7")
-		args = []any{ids, tokens, states, next, status, errs, now}
-	} else {
-		var b strings.Builder
-		b.WriteString("WITH v(id, token, state, next_at, status, err) AS (VALUES ")
-		args = make([]any, 0, n*6)
-		for i := range results {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(?, ?, ?, ?, ?, ?)")
-			args = append(args, ids[i], tokens[i], states[i], next[i], status[i], errs[i])
-		}
-		b.WriteString(")" + fmt.Sprintf(set, "?"))
-		query = b.String()
-		args = append(args, now)
-	}
-	rows, err := txQuerier(tx).QueryContext(tx.Statement.Context, query, args...)
+	rows, err := txQuerier(tx).QueryContext(tx.Statement.Context, query, ids, tokens, states, next, status, errs, now)
 	if err != nil {
 		return nil, fmt.Errorf("update deliveries: %w", err)
 	}
 	defer rows.Close()
-	held := make(map[int64]bool, n)
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {

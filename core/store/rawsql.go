@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -20,6 +21,24 @@ import (
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// preparer prepares a statement on a transaction's connection.
+type preparer interface {
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
+// txPrepare prepares query on the connection of the transaction under tx.
+// On SQLite, where a statement costs no round trip, a batch runs one
+// prepared single-row statement per row: a VALUES list of a hundred rows is
+// parsed anew each time, and the driver binds each of its parameters by a
+// search through all of them.
+func txPrepare(tx *gorm.DB, query string) (*sql.Stmt, error) {
+	p, ok := tx.Statement.ConnPool.(preparer)
+	if !ok {
+		return nil, fmt.Errorf("prepare: %T cannot prepare statements", tx.Statement.ConnPool)
+	}
+	return p.PrepareContext(tx.Statement.Context, query)
 }
 
 // pool is the store's database/sql handle.

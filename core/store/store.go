@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/glebarez/sqlite"
+	"github.com/libtnb/sqlite"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -90,8 +90,11 @@ func Open(ctx context.Context, url string, cipher Cipher, opts Options) (*Store,
 			}
 		}
 		// WAL lets readers run beside the writer; synchronous(FULL) makes a
-		// commit durable before govgate acknowledges it.
-		dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
+		// commit durable before govgate acknowledges it. Times are stored as
+		// "2006-01-02 15:04:05.999999999-07:00" in UTC, text that sorts as
+		// the time does: the queue compares them in SQL, and databases
+		// written by earlier versions hold that form.
+		dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_time_format=sqlite"
 		db, err = gorm.Open(sqlite.Open(dsn), gcfg)
 		dialect = SQLite
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
