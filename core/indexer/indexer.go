@@ -461,13 +461,25 @@ func (r *Runner) syncDAO(ctx context.Context, d *daoState, target uint64, target
 	r.mu.Unlock()
 	bf := r.startBackfill(d, from, target)
 	defer r.endBackfill(d, bf)
+	// The next range is read while the current one is written: reading
+	// (the node's JSON, decoded here) and writing (the database) take
+	// different resources, and a backfill is a long run of both.
+	var ahead *prefetch
+	defer func() { ahead.stop() }()
 	for from <= target {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		to := min(from+d.rangeSize-1, target)
-		start := r.now()
-		logs, toHash, toTime, err := r.readRange(ctx, d, from, to)
+		var rd rangeRead
+		if ahead.covers(from, to) {
+			rd = ahead.wait()
+		} else {
+			ahead.stop()
+			rd = r.readRangeAt(ctx, d, from, to)
+		}
+		ahead = nil
+		logs, toHash, toTime, err := rd.logs, rd.hash, rd.time, rd.err
 		if err != nil {
 			if isRangeError(err) && to > from {
 				d.rangeSize = max(1, (to-from+1)/2)
@@ -476,6 +488,13 @@ func (r *Runner) syncDAO(ctx context.Context, d *daoState, target uint64, target
 				continue
 			}
 			return fmt.Errorf("blocks %d-%d: %w", from, to, err)
+		}
+		nextSize := d.rangeSize
+		if len(logs) < growBelow && nextSize < r.cfg.MaxRange {
+			nextSize = min(nextSize*2, r.cfg.MaxRange)
+		}
+		if to < target {
+			ahead = r.readAhead(ctx, d, to+1, min(to+nextSize, target))
 		}
 		b := newBuilder(r, d, notifyFrom)
 		if err := b.add(ctx, logs); err != nil {
@@ -503,7 +522,7 @@ func (r *Runner) syncDAO(ctx context.Context, d *daoState, target uint64, target
 		if err := r.store.ApplyBatch(ctx, b.batch); err != nil {
 			return fmt.Errorf("store blocks %d-%d: %w", from, to, err)
 		}
-		r.metrics.batch(r.chainID, r.now().Sub(start))
+		r.metrics.batch(r.chainID, r.now().Sub(rd.start))
 		next := b.batch.Cursor
 		prev = &next
 		d.lastBlockTime = time.Unix(int64(toTime), 0)
@@ -515,9 +534,7 @@ func (r *Runner) syncDAO(ctx context.Context, d *daoState, target uint64, target
 		d.status.LagSeconds = lagSeconds(targetTime, d.lastBlockTime)
 		r.mu.Unlock()
 		r.progress(d, bf, to, len(logs))
-		if len(logs) < growBelow && d.rangeSize < r.cfg.MaxRange {
-			d.rangeSize = min(d.rangeSize*2, r.cfg.MaxRange)
-		}
+		d.rangeSize = nextSize
 		from = to + 1
 	}
 	d.caughtUp = true
@@ -577,6 +594,58 @@ func (r *Runner) readRange(ctx context.Context, d *daoState, from, to uint64) ([
 		}
 	}
 	return logs, after, t, nil
+}
+
+// rangeRead is what readRange returned for blocks from..to, and when the
+// read started.
+type rangeRead struct {
+	from, to uint64
+	start    time.Time
+	logs     []types.Log
+	hash     common.Hash
+	time     uint64
+	err      error
+}
+
+func (r *Runner) readRangeAt(ctx context.Context, d *daoState, from, to uint64) rangeRead {
+	rd := rangeRead{from: from, to: to, start: r.now()}
+	rd.logs, rd.hash, rd.time, rd.err = r.readRange(ctx, d, from, to)
+	return rd
+}
+
+// prefetch is a range being read ahead, in its own goroutine.
+type prefetch struct {
+	from, to uint64
+	cancel   context.CancelFunc
+	done     chan rangeRead
+}
+
+// readAhead starts reading blocks from..to. Nothing but the chain is
+// touched: the range is built and written in order, once it is the next.
+func (r *Runner) readAhead(ctx context.Context, d *daoState, from, to uint64) *prefetch {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &prefetch{from: from, to: to, cancel: cancel, done: make(chan rangeRead, 1)}
+	go func() { p.done <- r.readRangeAt(ctx, d, from, to) }()
+	return p
+}
+
+// covers reports whether p reads exactly blocks from..to.
+func (p *prefetch) covers(from, to uint64) bool { return p != nil && p.from == from && p.to == to }
+
+// wait returns the read.
+func (p *prefetch) wait() rangeRead {
+	rd := <-p.done
+	p.cancel()
+	return rd
+}
+
+// stop abandons the read and waits for its goroutine; a nil p is none.
+func (p *prefetch) stop() {
+	if p == nil {
+		return
+	}
+	p.cancel()
+	<-p.done
 }
 
 // isRangeError recognises a provider refusing an eth_getLogs range as too
