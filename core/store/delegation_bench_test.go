@@ -1,13 +1,19 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/store"
 )
 
 // BenchmarkDelegatesPage100k stores 100,000 delegates of one DAO through
@@ -61,4 +67,95 @@ func BenchmarkDelegatesPage100k(b *testing.B) {
 			b.ReportMetric(times[len(times)/2], "delegates_page_ms_"+be.name)
 		})
 	}
+}
+
+// BenchmarkApplyDelegations writes a token's backfill through ApplyBatch
+// as the indexer does in govgate-bench's delegation part: each iteration
+// is one batch of 16,000 events (a block of the bench's emitter), half
+// DelegateChanged and half DelegateVotesChanged, each pair a new
+// delegator delegating to a new delegate. Run it with -benchtime=Nx:
+// the tables grow with N as in a backfill.
+//
+//	us/event      wall time of ApplyBatch per event
+//	cpu_us/event  CPU time per event: the test process's, and on
+//	              PostgreSQL its server process's
+func BenchmarkApplyDelegations(b *testing.B) {
+	const perBatch = 16_000
+	ctx := context.Background()
+	for _, be := range backends() {
+		b.Run(be.name, func(b *testing.B) {
+			s, where := be.open(b)
+			dbName := ""
+			if s.Dialect() == store.Postgres {
+				dbName = where[strings.LastIndexByte(where, '/')+1:]
+				if i := strings.IndexByte(dbName, '?'); i >= 0 {
+					dbName = dbName[:i]
+				}
+			}
+			var prev *core.Cursor
+			at := time.Unix(1_700_000_000, 0)
+			next := 1
+			batch := func(block uint64) core.IndexBatch {
+				bt := core.IndexBatch{DAO: "bench", ChainID: 1, Prev: prev, Cursor: core.Cursor{Block: block, Hash: fmt.Sprintf("0x%064x", block)},
+					Blocks: []core.BlockRef{{Number: block, Hash: fmt.Sprintf("0x%064x", block)}}}
+				tx := fmt.Sprintf("0x%064x", block)
+				for j := 0; j < perBatch/2; j++ {
+					a := fmt.Sprintf("0x%040X", next)
+					bt.TokenEvents = append(bt.TokenEvents,
+						core.TokenEvent{DAO: "bench", ChainID: 1, Kind: core.TypeDelegateChanged, BlockNumber: block, TxHash: tx, LogIndex: uint(2 * j), At: at,
+							Delegator: a, FromDelegate: "0x0000000000000000000000000000000000000000", ToDelegate: a},
+						core.TokenEvent{DAO: "bench", ChainID: 1, Kind: core.TypeDelegateVotesChanged, BlockNumber: block, TxHash: tx, LogIndex: uint(2*j + 1), At: at,
+							Delegate: a, PreviousVotes: "0", NewVotes: fmt.Sprint(next + 1)})
+					next++
+				}
+				return bt
+			}
+			var took time.Duration
+			var cpu float64
+			for i := range b.N {
+				bt := batch(uint64(i + 1))
+				cpu0 := processCPU("self") + serverCPU(dbName)
+				start := time.Now()
+				if err := s.ApplyBatch(ctx, bt); err != nil {
+					b.Fatal(err)
+				}
+				took += time.Since(start)
+				cpu += processCPU("self") + serverCPU(dbName) - cpu0
+				c := bt.Cursor
+				prev = &c
+			}
+			b.ReportMetric(float64(took.Microseconds())/float64(b.N*perBatch), "us/event")
+			b.ReportMetric(cpu*1e6/float64(b.N*perBatch), "cpu_us/event")
+		})
+	}
+}
+
+// processCPU is the CPU seconds of /proc/<pid>; 0 where there is no /proc.
+func processCPU(pid string) float64 {
+	raw, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100
+}
+
+// serverCPU is the CPU seconds of the PostgreSQL processes serving
+// database db (their command lines name it); 0 for "".
+func serverCPU(db string) float64 {
+	if db == "" {
+		return 0
+	}
+	total := 0.0
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		cmd, err := os.ReadFile(d + "/cmdline")
+		if err != nil || !bytes.HasPrefix(cmd, []byte("postgres: ")) || !bytes.Contains(cmd, []byte(" "+db+" ")) {
+			continue
+		}
+		total += processCPU(filepath.Base(d))
+	}
+	return total
 }
