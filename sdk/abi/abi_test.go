@@ -163,3 +163,31 @@ func TestSample(t *testing.T) {
 		t.Error("big numbers compared as floats")
 	}
 }
+
+func TestValidName(t *testing.T) {
+	long := strings.Repeat("a", 64)
+	for _, tc := range []struct {
+		name string
+		want bool
+	}{
+		{"dao-filter", true},
+		{"a", true},
+		{"0", true},
+		{"a.b_c-d9", true},
+		{long, true},
+		{long + "a", false},
+		{"", false},
+		{"-a", false},
+		{"a-", false},
+		{".a", false},
+		{"a_", false},
+		{"Dao", false},
+		{"dao filter", false},
+		{"dao/filter", false},
+		{"é", false},
+	} {
+		if got := ValidName(tc.name); got != tc.want {
+			t.Errorf("ValidName(%q) = %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}
