@@ -334,3 +334,19 @@ func TestCallDirect(t *testing.T) {
 	}
 
 }
+
+// TestLoadRefusesTheFuelCounter loads, through a real host, a plugin whose
+// code reads a global past its own: invalid as written, it would read the
+// fuel counter once instrumented.
+func TestLoadRefusesTheFuelCounter(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, Config{})
+	wasm := rawModule(nil, []byte{opGlobalGet, 1, opEnd})
+	if err := (validModule(t, wasm)); err == nil {
+		t.Fatal("the fixture is valid as written; it must not be")
+	}
+	_, err := h.Load(context.Background(), wasm)
+	if !errors.Is(err, ErrInvalidPlugin) || !strings.Contains(err.Error(), "global 1 does not exist") {
+		t.Errorf("Load = %v, want ErrInvalidPlugin: global 1 does not exist", err)
+	}
+}

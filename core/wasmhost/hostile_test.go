@@ -7,6 +7,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +27,9 @@ type hostileCase struct {
 
 var hostileCases = []hostileCase{
 	{"infinite loop", "hostile", `{"mode":"loop"}`, "still running after", true},
+	// Exponentially many calls and no loop: only the charge at function
+	// entry stops it.
+	{"deep recursion", "recursion", `{}`, "still running after", true},
 	// Reaching the memory cap takes a Go plugin 200–500 ms, past the
 	// deadline of these tests: TestMemoryCap waits for it.
 	{"memory bomb", "hostile", `{"mode":"bomb"}`, "", true},
@@ -47,6 +52,7 @@ func hostileHost(t *testing.T, timeout time.Duration) *Host {
 	h := newHost(t, Config{CallTimeout: timeout, MemoryLimitMB: 32, PoolSize: 2, MaxOutputBytes: 64 << 10})
 	load(t, h, hostileWasm(t))
 	load(t, h, fixture(t, "malformed.wasm"))
+	load(t, h, fixture(t, "recursion.wasm"))
 	return h
 }
 
@@ -95,9 +101,76 @@ func TestHostilePlugins(t *testing.T) {
 			}
 		})
 	}
-	if n := h.Stats().Instances; n > 4 {
-		t.Errorf("%d instances alive; 2 plugins × PoolSize 2", n)
+	if n := h.Stats().Instances; n > 6 {
+		t.Errorf("%d instances alive; 3 plugins × PoolSize 2", n)
 	}
+}
+
+// TestHostileDoesNotFreezeGC runs garbage collections while plugins loop:
+// in a Go plugin's code, in one wasm instruction, and in calls without a
+// loop. A collection stops the world, and waits for every goroutine to
+// reach a safe point, which compiled wasm has only where it calls out: the
+// loops must end at their deadline, and the world must be stopped in a
+// fraction of it, every time.
+func TestHostileDoesNotFreezeGC(t *testing.T) {
+	h := newHost(t, Config{CallTimeout: time.Second, PoolSize: 1})
+	load(t, h, hostileWasm(t))
+	load(t, h, fixture(t, "spin.wasm"))
+	load(t, h, fixture(t, "recursion.wasm"))
+	n := notification("proposal.created", "uniswap")
+	b := body(t, n)
+	stopping := []metrics.Sample{{Name: "/sched/pauses/stopping/gc:seconds"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(stopping)
+	before := slices.Clone(stopping[0].Value.Float64Histogram().Counts)
+	cycles := stopping[1].Value.Uint64()
+
+	loops := []Entry{{Plugin: "hostile", Config: mode("loop")}, {Plugin: "spin"}, {Plugin: "recursion"}}
+	results := make([]Result, len(loops))
+	var wg sync.WaitGroup
+	for i, e := range loops {
+		wg.Go(func() { results[i] = h.RunChain(context.Background(), []Entry{e}, n, b) })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	gcDone := make(chan struct{})
+	go func() {
+		defer close(gcDone)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				runtime.GC()
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("looping plugins still running 10 s into a 1 s deadline")
+	}
+	<-gcDone
+
+	metrics.Read(stopping)
+	h2 := stopping[0].Value.Float64Histogram()
+	var worst float64
+	for i, c := range h2.Counts {
+		if c > before[i] {
+			worst = h2.Buckets[i+1]
+		}
+	}
+	cycles = stopping[1].Value.Uint64() - cycles
+	// A collection waits at most a fuel period for each loop; a busy
+	// machine may stretch that, not to a tenth of the deadline.
+	if cycles == 0 || worst > 0.1 {
+		t.Errorf("%d garbage collections beside looping plugins; the longest took up to %gs to stop the world", cycles, worst)
+	}
+	for i, res := range results {
+		if res.Keep || len(res.Steps) == 0 || !strings.Contains(res.Steps[len(res.Steps)-1].Error, "still running after 1s") {
+			t.Errorf("%s: %+v", loops[i].Plugin, res)
+		}
+	}
+	t.Logf("%d garbage collections beside looping plugins; the longest took up to %gs to stop the world", cycles, worst)
 }
 
 // TestMemoryCap lets a memory bomb run until it reaches the cap of its
