@@ -326,10 +326,7 @@ func (s *Store) applyTokens(tx *gorm.DB, b core.IndexBatch) error {
 			list = append(list, d)
 		}
 		sort.Slice(list, func(i, j int) bool { return list[i].Delegator < list[j].Delegator })
-		if err := tx.Clauses(clause.OnConflict{
-			Columns:   []clause.Column{{Name: "dao"}, {Name: "delegator"}},
-			DoUpdates: clause.AssignmentColumns([]string{"delegate", "since_block", "since_at", "tx_hash"}),
-		}).CreateInBatches(list, s.rowsPerInsert()).Error; err != nil {
+		if err := s.upsertDelegations(tx, list); err != nil {
 			return fmt.Errorf("upsert delegations: %w", err)
 		}
 	}
@@ -354,26 +351,7 @@ func (s *Store) applyTokens(tx *gorm.DB, b core.IndexBatch) error {
 			r.PowerKey = powerKey(r.Power)
 			out = append(out, r)
 		}
-		greatest := "GREATEST"
-		if s.dialect != Postgres {
-			greatest = "MAX"
-		}
-		set := func(col, expr string) clause.Assignment {
-			return clause.Assignment{Column: clause.Column{Name: col}, Value: gorm.Expr(expr)}
-		}
-		if err := tx.Clauses(clause.OnConflict{
-			Columns: []clause.Column{{Name: "dao"}, {Name: "address"}},
-			DoUpdates: clause.Set{
-				set("power", "CASE WHEN excluded.power_block > 0 THEN excluded.power ELSE delegates.power END"),
-				set("power_key", "CASE WHEN excluded.power_block > 0 THEN excluded.power_key ELSE delegates.power_key END"),
-				set("power_block", greatest+"(delegates.power_block, excluded.power_block)"),
-				set("delegators", "delegates.delegators + excluded.delegators"),
-				set("votes_cast", "delegates.votes_cast + excluded.votes_cast"),
-				set("first_power_block", "CASE WHEN delegates.first_power_block = 0 THEN excluded.first_power_block ELSE delegates.first_power_block END"),
-				set("last_vote_at", "CASE WHEN delegates.last_vote_at IS NULL OR excluded.last_vote_at > delegates.last_vote_at THEN excluded.last_vote_at ELSE delegates.last_vote_at END"),
-				set("updated_block", greatest+"(delegates.updated_block, excluded.updated_block)"),
-			},
-		}).CreateInBatches(out, s.rowsPerInsert()).Error; err != nil {
+		if err := s.upsertDelegates(tx, out); err != nil {
 			return fmt.Errorf("upsert delegates: %w", err)
 		}
 	}
@@ -445,6 +423,86 @@ func (s *Store) insertTokenEvents(tx *gorm.DB, rows []tokenEventRow) error {
 		stmt := `INSERT INTO token_events (` + tokenEventColumns + `) VALUES ` +
 			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", len(chunk)), ", ") + ` ON CONFLICT DO NOTHING`
 		if _, err := q.ExecContext(ctx, stmt, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upsertDelegations writes each delegator's latest delegation of a batch
+// (one row per delegator): on PostgreSQL one statement over column arrays,
+// on SQLite one prepared statement per row. A multi-row upsert on SQLite
+// keeps a statement journal, written to a temporary file, in case a row
+// fails half-way; a single-row one needs none.
+func (s *Store) upsertDelegations(tx *gorm.DB, list []delegationRow) error {
+	const conflict = ` ON CONFLICT (dao, delegator) DO UPDATE SET delegate = excluded.delegate, since_block = excluded.since_block,
+		since_at = excluded.since_at, tx_hash = excluded.tx_hash`
+	ctx := tx.Statement.Context
+	if s.dialect == Postgres {
+		n := len(list)
+		delegator, delegate, txHash := make([]string, n), make([]string, n), make([]string, n)
+		since, at := make([]int64, n), make([]time.Time, n)
+		for i, d := range list {
+			delegator[i], delegate[i], since[i], at[i], txHash[i] = d.Delegator, d.Delegate, int64(d.SinceBlock), d.SinceAt, d.TxHash
+		}
+		_, err := txQuerier(tx).ExecContext(ctx, `INSERT INTO delegations (dao, delegator, delegate, since_block, since_at, tx_hash)
+			SELECT $1, * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::timestamptz[], $6::text[])`+conflict,
+			list[0].DAO, delegator, delegate, since, at, txHash)
+		return err
+	}
+	stmt, err := txPrepare(tx, `INSERT INTO delegations (dao, delegator, delegate, since_block, since_at, tx_hash) VALUES (?, ?, ?, ?, ?, ?)`+conflict)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, d := range list {
+		if _, err := stmt.ExecContext(ctx, d.DAO, d.Delegator, d.Delegate, d.SinceBlock, d.SinceAt, d.TxHash); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upsertDelegates folds a batch's changes, one row per delegate, into the
+// stored delegate rows (see applyTokens), as upsertDelegations writes.
+func (s *Store) upsertDelegates(tx *gorm.DB, out []delegateRow) error {
+	greatest := "GREATEST"
+	if s.dialect != Postgres {
+		greatest = "MAX"
+	}
+	conflict := ` ON CONFLICT (dao, address) DO UPDATE SET
+		power = CASE WHEN excluded.power_block > 0 THEN excluded.power ELSE delegates.power END,
+		power_key = CASE WHEN excluded.power_block > 0 THEN excluded.power_key ELSE delegates.power_key END,
+		power_block = ` + greatest + `(delegates.power_block, excluded.power_block),
+		delegators = delegates.delegators + excluded.delegators,
+		votes_cast = delegates.votes_cast + excluded.votes_cast,
+		first_power_block = CASE WHEN delegates.first_power_block = 0 THEN excluded.first_power_block ELSE delegates.first_power_block END,
+		last_vote_at = CASE WHEN delegates.last_vote_at IS NULL OR excluded.last_vote_at > delegates.last_vote_at THEN excluded.last_vote_at ELSE delegates.last_vote_at END,
+		updated_block = ` + greatest + `(delegates.updated_block, excluded.updated_block)`
+	const cols = "dao, address, power, power_key, power_block, delegators, votes_cast, first_power_block, last_vote_at, updated_block"
+	ctx := tx.Statement.Context
+	if s.dialect == Postgres {
+		n := len(out)
+		address, power, key := make([]string, n), make([]string, n), make([]string, n)
+		powerBlock, delegators, votes, first, updated := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		lastVote := make([]*time.Time, n)
+		for i, r := range out {
+			address[i], power[i], key[i] = r.Address, r.Power, r.PowerKey
+			powerBlock[i], delegators[i], votes[i], first[i], updated[i] = int64(r.PowerBlock), r.Delegators, r.VotesCast, int64(r.FirstPowerBlock), int64(r.UpdatedBlock)
+			lastVote[i] = r.LastVoteAt
+		}
+		_, err := txQuerier(tx).ExecContext(ctx, `INSERT INTO delegates (`+cols+`)
+			SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::timestamptz[], $10::bigint[])`+conflict,
+			out[0].DAO, address, power, key, powerBlock, delegators, votes, first, lastVote, updated)
+		return err
+	}
+	stmt, err := txPrepare(tx, `INSERT INTO delegates (`+cols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`+conflict)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, r := range out {
+		if _, err := stmt.ExecContext(ctx, r.DAO, r.Address, r.Power, r.PowerKey, r.PowerBlock, r.Delegators, r.VotesCast, r.FirstPowerBlock, r.LastVoteAt, r.UpdatedBlock); err != nil {
 			return err
 		}
 	}
