@@ -386,8 +386,8 @@ const tokenEventColumns = "dao, chain_id, block_number, tx_hash, log_index, kind
 // insertTokenEvents appends a batch's events to the event log in SQL of
 // its own: GORM would ask for every row's id back (RETURNING) and build
 // each row by reflection, which cost more than the database's work.
-// PostgreSQL gets one statement of column arrays; SQLite, multi-row
-// INSERTs of rowsPerInsert rows.
+// PostgreSQL gets one statement of column arrays; SQLite one prepared
+// statement a row (see upsertDelegations).
 func (s *Store) insertTokenEvents(tx *gorm.DB, rows []tokenEventRow) error {
 	if len(rows) == 0 {
 		return nil
@@ -411,18 +411,14 @@ func (s *Store) insertTokenEvents(tx *gorm.DB, rows []tokenEventRow) error {
 			rows[0].DAO, int64(rows[0].ChainID), block, txHash, logIndex, kind, account, from, to, moved, prev, next, at)
 		return err
 	}
-	per := s.rowsPerInsert()
-	args := make([]any, 0, 13*per)
-	for start := 0; start < len(rows); start += per {
-		chunk := rows[start:min(start+per, len(rows))]
-		args = args[:0]
-		for _, r := range chunk {
-			args = append(args, r.DAO, r.ChainID, r.BlockNumber, r.TxHash, r.LogIndex, r.Kind, r.Account, r.FromDelegate, r.ToDelegate,
-				r.Moved, r.PreviousVotes, r.NewVotes, r.At)
-		}
-		stmt := `INSERT INTO token_events (` + tokenEventColumns + `) VALUES ` +
-			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", len(chunk)), ", ") + ` ON CONFLICT DO NOTHING`
-		if _, err := q.ExecContext(ctx, stmt, args...); err != nil {
+	stmt, err := txPrepare(tx, `INSERT INTO token_events (`+tokenEventColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, r := range rows {
+		if _, err := stmt.ExecContext(ctx, r.DAO, r.ChainID, r.BlockNumber, r.TxHash, r.LogIndex, r.Kind, r.Account, r.FromDelegate, r.ToDelegate,
+			r.Moved, r.PreviousVotes, r.NewVotes, r.At); err != nil {
 			return err
 		}
 	}
