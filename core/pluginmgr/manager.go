@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -142,12 +143,19 @@ func (m *Manager) Sync(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		var toLoad []core.StoredPlugin
 		for _, p := range withWasm {
-			if !p.Enabled || m.loaded[p.Name] == p.SHA256 {
-				continue
+			if p.Enabled && m.loaded[p.Name] != p.SHA256 {
+				toLoad = append(toLoad, p)
 			}
-			if _, err := m.host.Load(ctx, p.Wasm); err != nil {
-				m.log.Error("plugin failed to load; deliveries through it follow their failure policy", "plugin", p.Name, "err", err)
+		}
+		errs := parallel(len(toLoad), func(i int) error {
+			_, err := m.host.Load(ctx, toLoad[i].Wasm)
+			return err
+		})
+		for i, p := range toLoad {
+			if errs[i] != nil {
+				m.log.Error("plugin failed to load; deliveries through it follow their failure policy", "plugin", p.Name, "err", errs[i])
 				continue
 			}
 			m.loaded[p.Name] = p.SHA256
@@ -169,6 +177,9 @@ func (m *Manager) Sync(ctx context.Context) error {
 	return nil
 }
 
+// importDir stores the modules of the plugin directory that are new or
+// changed since the last look. They are checked side by side (compiling a
+// Go plugin takes a core for a second or more) and stored in file order.
 func (m *Manager) importDir(ctx context.Context) error {
 	if m.dir == "" {
 		return nil
@@ -177,6 +188,12 @@ func (m *Manager) importDir(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	type file struct {
+		path, digest string
+		wasm         []byte
+		info         wasmhost.Info
+	}
+	var todo []file
 	for _, f := range files {
 		wasm, err := os.ReadFile(f)
 		if err != nil {
@@ -184,17 +201,45 @@ func (m *Manager) importDir(ctx context.Context) error {
 		}
 		sum := sha256.Sum256(wasm)
 		digest := hex.EncodeToString(sum[:])
-		if m.dirFiles[f] == digest {
-			continue
+		if m.dirFiles[f] != digest {
+			todo = append(todo, file{path: f, digest: digest, wasm: wasm})
 		}
-		if _, err := m.save(ctx, wasm, "dir"); err != nil {
-			m.log.Error("plugin file refused", "file", f, "err", err)
+	}
+	errs := parallel(len(todo), func(i int) (err error) {
+		todo[i].info, err = m.check(ctx, todo[i].wasm)
+		return err
+	})
+	for i, f := range todo {
+		err := errs[i]
+		if err == nil {
+			_, err = m.store(ctx, f.info, f.wasm, "dir")
+		}
+		if err != nil {
+			m.log.Error("plugin file refused", "file", f.path, "err", err)
 		} else {
-			m.log.Info("plugin imported from directory", "file", f)
+			m.log.Info("plugin imported from directory", "file", f.path)
 		}
-		m.dirFiles[f] = digest
+		m.dirFiles[f.path] = f.digest
 	}
 	return nil
+}
+
+// parallel runs f(0) … f(n-1) on up to GOMAXPROCS goroutines and returns
+// their errors by index.
+func parallel(n int, f func(i int) error) []error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // List returns every stored plugin.
@@ -228,26 +273,40 @@ func (m *Manager) Upload(ctx context.Context, wasm []byte) (core.PluginView, err
 }
 
 func (m *Manager) save(ctx context.Context, wasm []byte, source string) (core.PluginView, error) {
+	info, err := m.check(ctx, wasm)
+	if err != nil {
+		return core.PluginView{}, err
+	}
+	return m.store(ctx, info, wasm, source)
+}
+
+// check checks a module as save does, without storing it.
+func (m *Manager) check(ctx context.Context, wasm []byte) (wasmhost.Info, error) {
 	if len(wasm) == 0 {
-		return core.PluginView{}, core.Errorf(core.ECodeInvalidRequest, "the body must be a WebAssembly module")
+		return wasmhost.Info{}, core.Errorf(core.ECodeInvalidRequest, "the body must be a WebAssembly module")
 	}
 	if len(wasm) > MaxPluginSize {
-		return core.PluginView{}, core.Errorf(core.ECodeBodyTooLarge, "plugin is larger than %d bytes", MaxPluginSize)
+		return wasmhost.Info{}, core.Errorf(core.ECodeBodyTooLarge, "plugin is larger than %d bytes", MaxPluginSize)
 	}
 	info, samples, err := m.host.Check(ctx, wasm)
 	if err != nil {
-		return core.PluginView{}, &core.Error{Code: core.ECodeInvalidRequest, Message: "plugin refused: " + err.Error(), Err: err}
+		return wasmhost.Info{}, &core.Error{Code: core.ECodeInvalidRequest, Message: "plugin refused: " + err.Error(), Err: err}
 	}
 	for _, s := range samples {
 		if !s.Passed {
-			return core.PluginView{}, core.Errorf(core.ECodeInvalidRequest, "plugin refused: its sample %q failed: %s", s.Name, s.Error)
+			return wasmhost.Info{}, core.Errorf(core.ECodeInvalidRequest, "plugin refused: its sample %q failed: %s", s.Name, s.Error)
 		}
 	}
 	// A schema that does not compile would make every chain entry naming
 	// the plugin unsavable: refuse it now, while its author is at hand.
 	if _, err := compileSchema(info.ConfigSchema); err != nil {
-		return core.PluginView{}, &core.Error{Code: core.ECodeInvalidRequest, Message: "plugin refused: " + core.ErrorMessage(err), Err: err}
+		return wasmhost.Info{}, &core.Error{Code: core.ECodeInvalidRequest, Message: "plugin refused: " + core.ErrorMessage(err), Err: err}
 	}
+	return info, nil
+}
+
+// store saves a checked module.
+func (m *Manager) store(ctx context.Context, info wasmhost.Info, wasm []byte, source string) (core.PluginView, error) {
 	sp, err := m.st.SavePlugin(ctx, core.StoredPlugin{Name: info.Name, Version: info.Version, SHA256: info.SHA256, Source: source, Wasm: wasm})
 	if err != nil {
 		return core.PluginView{}, err

@@ -37,6 +37,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -142,12 +143,19 @@ type Host struct {
 	plugins map[string]*plugin
 	closed  bool
 
+	// checked keeps the plugins Check prepared, by module SHA-256, for a
+	// Load of the same module soon after: a plugin manager checks a module
+	// before it stores it and loads it from the store next, and without a
+	// cache directory closing the first compilation would throw it away.
+	checkedMu sync.Mutex
+	checked   map[string]checkedPlugin
+
 	logMu sync.Mutex
 	logs  map[string]*logRing
 
 	stats struct {
-		calls, instantiations, discards, timeouts atomic.Uint64
-		live                                      atomic.Int64
+		calls, instantiations, discards, timeouts, compilations atomic.Uint64
+		live                                                    atomic.Int64
 	}
 }
 
@@ -227,6 +235,7 @@ func (h *Host) Close(ctx context.Context) error {
 	for _, p := range old {
 		p.retire()
 	}
+	h.dropChecked()
 	if err := h.closeRuntime(ctx); err != nil {
 		return fmt.Errorf("close plugin host: %w", err)
 	}
@@ -266,9 +275,12 @@ type SampleResult struct {
 // after Load returns use the new one, calls already running finish on the
 // old one, whose instances and compiled code are then released.
 func (h *Host) Load(ctx context.Context, wasm []byte) (Info, error) {
-	p, samples, err := h.prepare(ctx, wasm)
-	if err != nil {
-		return Info{}, err
+	p, samples, ok := h.takeChecked(wasm)
+	if !ok {
+		var err error
+		if p, samples, err = h.prepare(ctx, wasm); err != nil {
+			return Info{}, err
+		}
 	}
 	for _, s := range samples {
 		if !s.Passed {
@@ -308,8 +320,100 @@ func (h *Host) Check(ctx context.Context, wasm []byte) (Info, []SampleResult, er
 	if err != nil {
 		return Info{}, nil, err
 	}
-	p.retire()
+	h.keepChecked(p, samples)
 	return p.info, samples, nil
+}
+
+// checkedPlugin is a plugin Check prepared and nothing activated yet.
+type checkedPlugin struct {
+	p       *plugin
+	samples []SampleResult
+	at      time.Time
+}
+
+// How many checked plugins are kept, and for how long.
+const (
+	maxChecked = 8
+	checkedTTL = time.Minute
+)
+
+// keepChecked keeps a plugin Check prepared for takeChecked, and retires
+// those kept too long or too many.
+func (h *Host) keepChecked(p *plugin, samples []SampleResult) {
+	now := time.Now()
+	var drop []*plugin
+	h.mu.RLock()
+	closed := h.closed // a plugin kept past Close goes with the runtime
+	h.mu.RUnlock()
+	h.checkedMu.Lock()
+	if closed {
+		drop = append(drop, p)
+	} else {
+		if h.checked == nil {
+			h.checked = map[string]checkedPlugin{}
+		}
+		if old, ok := h.checked[p.info.SHA256]; ok {
+			drop = append(drop, old.p)
+		}
+		h.checked[p.info.SHA256] = checkedPlugin{p: p, samples: samples, at: now}
+		for len(h.checked) > maxChecked || h.expireOneChecked(now, &drop) {
+			oldest := ""
+			for k, c := range h.checked {
+				if oldest == "" || c.at.Before(h.checked[oldest].at) {
+					oldest = k
+				}
+			}
+			drop = append(drop, h.checked[oldest].p)
+			delete(h.checked, oldest)
+		}
+	}
+	h.checkedMu.Unlock()
+	for _, p := range drop {
+		p.retire()
+	}
+}
+
+// expireOneChecked removes one kept plugin older than checkedTTL, if any,
+// adding it to drop.
+func (h *Host) expireOneChecked(now time.Time, drop *[]*plugin) bool {
+	for k, c := range h.checked {
+		if now.Sub(c.at) > checkedTTL {
+			*drop = append(*drop, c.p)
+			delete(h.checked, k)
+			return true
+		}
+	}
+	return false
+}
+
+// takeChecked hands over the plugin Check prepared from wasm, if it is
+// still kept.
+func (h *Host) takeChecked(wasm []byte) (*plugin, []SampleResult, bool) {
+	sum := sha256.Sum256(wasm)
+	key := hex.EncodeToString(sum[:])
+	h.checkedMu.Lock()
+	c, ok := h.checked[key]
+	delete(h.checked, key)
+	h.checkedMu.Unlock()
+	if !ok {
+		return nil, nil, false
+	}
+	if time.Since(c.at) > checkedTTL {
+		c.p.retire()
+		return nil, nil, false
+	}
+	return c.p, c.samples, true
+}
+
+// dropChecked retires every kept plugin.
+func (h *Host) dropChecked() {
+	h.checkedMu.Lock()
+	kept := h.checked
+	h.checked = nil
+	h.checkedMu.Unlock()
+	for _, c := range kept {
+		c.p.retire()
+	}
 }
 
 // Unload removes a plugin. Chains that name it then fail at that entry
@@ -362,8 +466,11 @@ type Stats struct {
 	// after a trap, timeout or malformed answer; Timeouts the calls stopped
 	// at their deadline.
 	Instantiations uint64 `json:"instantiations"`
-	Discards       uint64 `json:"discards"`
-	Timeouts       uint64 `json:"timeouts"`
+	// Compilations counts modules prepared (compiled, or read from the
+	// compilation cache) for Check or Load.
+	Compilations uint64 `json:"compilations"`
+	Discards     uint64 `json:"discards"`
+	Timeouts     uint64 `json:"timeouts"`
 	// Instances is the number of instances alive now, idle or busy.
 	Instances int64 `json:"instances"`
 	Plugins   int   `json:"plugins"`
@@ -377,6 +484,7 @@ func (h *Host) Stats() Stats {
 	return Stats{
 		Calls:          h.stats.calls.Load(),
 		Instantiations: h.stats.instantiations.Load(),
+		Compilations:   h.stats.compilations.Load(),
 		Discards:       h.stats.discards.Load(),
 		Timeouts:       h.stats.timeouts.Load(),
 		Instances:      h.stats.live.Load(),
@@ -418,7 +526,11 @@ func (h *Host) prepare(ctx context.Context, wasm []byte) (*plugin, []SampleResul
 	case err != nil:
 		return nil, nil, fmt.Errorf("compile plugin: %w", err)
 	}
-	compiled, err := h.rt.CompileModule(ctx, code)
+	// wazero compiles a module's functions on as many goroutines as it is
+	// told: a Go plugin holds some 20,000 of them, and loading one would
+	// otherwise take a single core for over a second.
+	h.stats.compilations.Add(1)
+	compiled, err := h.rt.CompileModule(experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0)), code)
 	if err != nil {
 		return nil, nil, fmt.Errorf("compile plugin: %w: %w", ErrInvalidPlugin, err)
 	}

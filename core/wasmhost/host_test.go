@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,6 +95,44 @@ func TestCheckReportsSamples(t *testing.T) {
 	}
 	if _, ok := h.Plugin(info.Name); ok {
 		t.Error("Check activated the plugin")
+	}
+}
+
+// TestLoadAfterCheckCompilesOnce: a plugin manager checks a module, stores
+// it, then loads it; the load takes over what the check prepared instead of
+// compiling the module and running its samples again (without a cache
+// directory, closing the check's compilation would have thrown it away).
+func TestLoadAfterCheckCompilesOnce(t *testing.T) {
+	h, err := New(context.Background(), Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	wasm := hostileWasm(t)
+	if _, _, err := h.Check(context.Background(), wasm); err != nil {
+		t.Fatal(err)
+	}
+	before := h.Stats()
+	info := load(t, h, wasm)
+	after := h.Stats()
+	if after.Compilations != before.Compilations || after.Instantiations != before.Instantiations {
+		t.Errorf("Load after Check compiled %d and instantiated %d more", after.Compilations-before.Compilations, after.Instantiations-before.Instantiations)
+	}
+	if _, ok := h.Plugin(info.Name); !ok {
+		t.Fatal("not loaded")
+	}
+	// What Check kept is handed over once: a second Load prepares anew.
+	load(t, h, wasm)
+	if got := h.Stats().Compilations; got != after.Compilations+1 {
+		t.Errorf("second Load: %d compilations, want %d", got, after.Compilations+1)
+	}
+	// Closing the host releases what Check keeps.
+	if _, _, err := h.Check(context.Background(), wasm); err != nil {
+		t.Fatal(err)
+	}
+	h.Close(context.Background())
+	if n := h.Stats().Instances; n != 0 {
+		t.Errorf("%d instances alive after Close", n)
 	}
 }
 
