@@ -449,3 +449,29 @@ func TestDelegationSurvivesUpgrade(t *testing.T) {
 		}
 	})
 }
+
+// TestTokenEventAlreadyStored applies a batch one of whose events the log
+// already holds (written behind the indexer's back): it is kept once, and
+// the batch applies, as an event indexed twice would be.
+func TestTokenEventAlreadyStored(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store, _ string) {
+		const dao = "tok"
+		k := newToken(dao)
+		k.at(5).transfer("", addr(1), 10).delegateTo(addr(1), addr(2))
+		events := k.take()
+		e := events[0]
+		if err := s.DB().Exec(`INSERT INTO token_events (dao, chain_id, block_number, tx_hash, log_index, kind, account, from_delegate, to_delegate, moved, previous_votes, new_votes, at)
+			VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, '', '', ?)`, dao, e.ChainID, e.BlockNumber, e.TxHash, e.LogIndex, e.Delegator, e.FromDelegate, e.ToDelegate, e.Moved, e.At.UTC()).Error; err != nil {
+			t.Fatal(err)
+		}
+		p := &applier{t: t, s: s, dao: dao}
+		p.apply(10, events)
+		var n int64
+		if err := s.DB().Raw(`SELECT COUNT(*) FROM token_events WHERE dao = ?`, dao).Scan(&n).Error; err != nil || n != int64(len(events)) {
+			t.Fatalf("%d events stored (%v), want %d", n, err, len(events))
+		}
+		if d, ok, err := s.Delegate(context.Background(), dao, addr(2)); err != nil || !ok || d.VotingPower != "10" || d.Delegators != 1 {
+			t.Fatalf("delegate %+v %v %v", d, ok, err)
+		}
+	})
+}
