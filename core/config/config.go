@@ -148,7 +148,7 @@ func Default() Config {
 			DisableAfter:  5 * 24 * time.Hour,
 			BatchSize:     64,
 			PollInterval:  time.Second,
-			Backlog:       4096,
+			Backlog:       16384,
 		},
 		Plugins: Plugins{CallTimeout: 250 * time.Millisecond, MemoryLimitMB: 64},
 		Indexer: indexer.Config{}.WithDefaults(),
