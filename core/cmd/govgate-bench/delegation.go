@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/big"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/ethereum/go-ethereum"
@@ -71,15 +72,16 @@ func emitterRuntime() []byte {
 
 // deployCode wraps runtime code in creation code that returns it:
 // CODECOPY(0, 12, n); RETURN(0, n), 12 bytes.
-func deployCode(runtime []byte) []byte {
-	n := len(runtime)
+func deployCode(code []byte) []byte {
+	n := len(code)
 	init := []byte{0x61, byte(n >> 8), byte(n), 0x80, 0x60, 12, 0x60, 0, 0x39, 0x60, 0, 0xf3}
-	return append(init, runtime...)
+	return append(init, code...)
 }
 
 // delegationBench measures the backfill of a token's delegation history:
-// delegationEvents events indexed into each target store through the
-// chain gateway, against a bare eth_getLogs of the same block ranges.
+// *delegationEvents events indexed into each target store through the
+// chain gateway, against a bare eth_getLogs of the same block ranges read
+// right before.
 func delegationBench(ctx context.Context, targets []delegationTarget) (delegationResult, error) {
 	events := *delegationEvents
 	if events <= 0 || events%2 != 0 {
@@ -169,34 +171,45 @@ func delegationBench(ctx context.Context, targets []delegationTarget) (delegatio
 	}
 
 	// The bare reading: the same addresses, topics and one-block ranges the
-	// indexer is configured with below.
+	// indexer is configured with below, right before each store's run, so
+	// that both see the machine alike.
 	rpc, err := ethclient.Dial(c.RPCURL())
 	if err != nil {
 		return delegationResult{}, err
 	}
 	defer rpc.Close()
 	topics := append(indexer.EventTopics(), indexer.TokenTopics()...)
-	start := time.Now()
-	fetched := 0
-	for b := startBlock; b <= last; b++ {
-		logs, err := rpc.FilterLogs(ctx, ethereum.FilterQuery{FromBlock: new(big.Int).SetUint64(b), ToBlock: new(big.Int).SetUint64(b),
-			Addresses: []common.Address{c.OZ.Governor, emitter}, Topics: [][]common.Hash{topics}})
-		if err != nil {
-			return delegationResult{}, err
+	getLogs := func() (float64, error) {
+		runtime.GC()
+		start := time.Now()
+		fetched := 0
+		for b := startBlock; b <= last; b++ {
+			logs, err := rpc.FilterLogs(ctx, ethereum.FilterQuery{FromBlock: new(big.Int).SetUint64(b), ToBlock: new(big.Int).SetUint64(b),
+				Addresses: []common.Address{c.OZ.Governor, emitter}, Topics: [][]common.Hash{topics}})
+			if err != nil {
+				return 0, err
+			}
+			fetched += len(logs)
 		}
-		fetched += len(logs)
-	}
-	rawTime := time.Since(start)
-	if fetched != events {
-		return delegationResult{}, fmt.Errorf("eth_getLogs returned %d events, want %d", fetched, events)
+		rawTime := time.Since(start)
+		if fetched != events {
+			return 0, fmt.Errorf("eth_getLogs returned %d events, want %d", fetched, events)
+		}
+		return float64(fetched) / rawTime.Seconds(), nil
 	}
 
-	res := delegationResult{getLogsPerS: float64(fetched) / rawTime.Seconds()}
+	var res delegationResult
 	for _, target := range targets {
+		raw, err := getLogs()
+		if err != nil {
+			return res, err
+		}
+		runtime.GC()
 		rate, bytes, err := indexDelegations(ctx, c, target, emitter, startBlock, events)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", target.name, err)
 		}
+		res.getLogsPerS = append(res.getLogsPerS, raw)
 		res.perS = append(res.perS, rate)
 		res.bytes = append(res.bytes, bytes)
 	}
@@ -212,8 +225,7 @@ type delegationTarget struct {
 }
 
 type delegationResult struct {
-	getLogsPerS float64
-	perS, bytes []float64 // by target
+	getLogsPerS, perS, bytes []float64 // by target
 }
 
 // indexDelegations indexes the emitter's history into one store and

@@ -320,14 +320,14 @@ func run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("delegation: %w", err)
 		}
-		report("delegation_getlogs_events_per_s", "%.0f", res.getLogsPerS)
 		for i, t := range targets {
 			suffix := "_sqlite"
 			if t.name == "postgres" {
 				suffix = "" // the figure of record
 			}
+			report("delegation_getlogs_events_per_s"+suffix, "%.0f", res.getLogsPerS[i])
 			report("delegation_events_per_s"+suffix, "%.0f", res.perS[i])
-			report("delegation_ratio"+suffix, "%.2f", res.perS[i]/res.getLogsPerS)
+			report("delegation_ratio"+suffix, "%.2f", res.perS[i]/res.getLogsPerS[i])
 			report("delegation_bytes_per_event"+suffix, "%.0f", res.bytes[i])
 		}
 	}
