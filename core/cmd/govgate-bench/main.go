@@ -58,7 +58,7 @@ var (
 	cpuProfile    = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memProfile    = flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
 	rounds        = flag.Int("rounds", 3, "rounds of each ratio figure; each round measures the baseline and the subject back to back, and the medians are reported")
-	only          = flag.String("only", "", "run only these parts, comma-separated: ceiling, sqlite, postgres, latency, fanout, plugins, otel, health, delegation")
+	only          = flag.String("only", "", "run only these parts, comma-separated: ceiling, sqlite, postgres, latency, fanout, plugins, otel, health, delegation, rss")
 
 	delegationEvents = flag.Int("delegations", 1_000_000, "delegation events in the delegation part (even; the figure is 1,000,000, fewer while iterating)")
 	delegationStores = flag.String("delegation-stores", "sqlite,postgres", "stores the delegation part indexes into, comma-separated: sqlite, postgres")
@@ -329,6 +329,11 @@ func run(ctx context.Context) error {
 			report("delegation_events_per_s"+suffix, "%.0f", res.perS[i])
 			report("delegation_ratio"+suffix, "%.2f", res.perS[i]/res.getLogsPerS[i])
 			report("delegation_bytes_per_event"+suffix, "%.0f", res.bytes[i])
+		}
+	}
+	if want("rss") {
+		if err := rssBench(ctx, tmp, newDB); err != nil {
+			return fmt.Errorf("rss: %w", err)
 		}
 	}
 	report("peak_rss_mb", "%.0f", peakRSSMB())
