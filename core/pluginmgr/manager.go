@@ -166,14 +166,63 @@ func (m *Manager) Sync(ctx context.Context) error {
 		return err
 	}
 	conv := make(map[int64][]wasmhost.Entry, len(chains))
+	used := map[string]bool{}
 	for id, c := range chains {
 		conv[id] = toEntries(c)
+		for _, e := range c {
+			used[e.Plugin] = true
+		}
 	}
 	m.chains.Store(&conv)
+	if err := m.sleepUnused(ctx, used); err != nil {
+		m.log.Warn("plugins not put to sleep", "err", err)
+	}
 	m.version = version
 	m.batchMu.Lock()
 	clear(m.batches) // answers cached under the old plugins must not be reused
 	m.batchMu.Unlock()
+	return nil
+}
+
+// sleepUnused puts the loaded plugins no chain names to sleep, which frees
+// their compiled code and instances (a Go plugin's are some 30 MB), and
+// wakes the sleeping ones a chain names now, so that their first delivery
+// does not wait for a compilation. Trying a plugin wakes it too.
+func (m *Manager) sleepUnused(ctx context.Context, used map[string]bool) error {
+	var sleep, wake []string
+	for name := range m.loaded {
+		switch asleep := m.host.Asleep(name); {
+		case !used[name] && !asleep:
+			sleep = append(sleep, name)
+		case used[name] && asleep:
+			wake = append(wake, name)
+		}
+	}
+	if len(sleep) > 0 {
+		stored, err := m.st.Plugins(ctx, true)
+		if err != nil {
+			return err
+		}
+		wasm := map[string][]byte{}
+		for _, p := range stored {
+			if m.loaded[p.Name] == p.SHA256 {
+				wasm[p.Name] = p.Wasm
+			}
+		}
+		for _, name := range sleep {
+			if b := wasm[name]; b != nil {
+				if err := m.host.Sleep(name, b); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	errs := parallel(len(wake), func(i int) error { return m.host.Wake(ctx, wake[i]) })
+	for i, err := range errs {
+		if err != nil {
+			m.log.Error("plugin failed to wake; deliveries through it follow their failure policy", "plugin", wake[i], "err", err)
+		}
+	}
 	return nil
 }
 

@@ -68,6 +68,13 @@ func TestUploadChainsAndFanOut(t *testing.T) {
 	if err != nil || v.Name != "wat-type-filter" || !v.Loaded {
 		t.Fatalf("upload: %+v %v", v, err)
 	}
+	// No chain names it yet: it is loaded, listed with its hooks, asleep.
+	if !host.Asleep("wat-type-filter") {
+		t.Error("a plugin no chain names is awake")
+	}
+	if list, _ := m.List(ctx); len(list) != 1 || !list[0].Loaded || len(list[0].Hooks) == 0 {
+		t.Errorf("asleep, the plugin is listed as %+v", list)
+	}
 	if err := m.SetChain(ctx, core.GlobalChain, []core.ChainEntry{{Plugin: "missing"}}); core.ErrorCode(err) != core.ECodeInvalidRequest {
 		t.Fatalf("a chain naming an unknown plugin: %v", err)
 	}
@@ -76,6 +83,9 @@ func TestUploadChainsAndFanOut(t *testing.T) {
 	}
 	if err := m.SetChain(ctx, core.GlobalChain, []core.ChainEntry{{Plugin: "wat-type-filter", Config: json.RawMessage(`{"types":["vote.cast"]}`)}}); err != nil {
 		t.Fatal(err)
+	}
+	if host.Asleep("wat-type-filter") {
+		t.Error("a plugin the global chain names is asleep")
 	}
 	// Webhook 7 narrows further with its own chain.
 	if err := m.SetChain(ctx, 7, []core.ChainEntry{{Plugin: "wat-type-filter", Config: json.RawMessage(`{"types":["proposal.created"]}`)}}); err != nil {

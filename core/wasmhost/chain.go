@@ -190,7 +190,7 @@ func (b *Batch) RunAll(ctx context.Context, chains [][]Entry) []Result {
 		if err := failed[name]; err != nil {
 			return nil, err
 		}
-		p, err := b.h.acquire(name)
+		p, err := b.h.acquireAwake(ctx, name)
 		if err != nil {
 			failed[name] = err
 			return nil, err

@@ -553,6 +553,7 @@ func (h *Host) prepare(ctx context.Context, wasm []byte) (*plugin, []SampleResul
 	}
 	p.setMeta(meta)
 	samples := p.runSamples(ctx)
+	p.closeIdle()
 	return p, samples, nil
 }
 
@@ -647,7 +648,7 @@ func checkModule(m wazero.CompiledModule) error {
 // lines. It is for tests and tools such as sdk/plugintest; deliveries go
 // through RunChain or a Batch.
 func (h *Host) Call(ctx context.Context, name string, hook abi.Hook, in abi.Input) ([]abi.Result, []string, error) {
-	p, err := h.acquire(name)
+	p, err := h.acquireAwake(ctx, name)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -27,6 +27,13 @@ type plugin struct {
 
 	slots chan struct{} // one token per live instance, PoolSize in all
 
+	// wasm is set on a sleeping plugin (dormant.go) instead of compiled:
+	// the binary it is compiled from again when next called, by the
+	// caller that holds wakeMu, which then sets woken.
+	wasm   []byte
+	wakeMu sync.Mutex
+	woken  bool
+
 	mu      sync.Mutex
 	idle    []*instance
 	refs    int
@@ -97,7 +104,9 @@ func (p *plugin) free() {
 	for _, inst := range idle {
 		inst.close()
 	}
-	_ = p.compiled.Close(context.Background())
+	if p.compiled != nil {
+		_ = p.compiled.Close(context.Background())
+	}
 }
 
 // get takes an instance from the pool, starting one when none is idle and
@@ -144,6 +153,19 @@ func (p *plugin) put(inst *instance, healthy bool) {
 	<-p.slots
 }
 
+// closeIdle closes the instances waiting in the pool. A loaded plugin's
+// samples leave one behind (a Go plugin's is some 6 MB) that a plugin no
+// delivery calls would keep for nothing.
+func (p *plugin) closeIdle() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, inst := range idle {
+		inst.close()
+	}
+}
+
 // instance is one instantiated module with the state of the call it runs.
 type instance struct {
 	p       *plugin
@@ -173,6 +195,9 @@ type instanceKey struct{}
 
 func (p *plugin) instantiate(ctx context.Context) (*instance, error) {
 	h := p.h
+	if p.compiled == nil {
+		return nil, errors.New("start plugin instance: the plugin is asleep")
+	}
 	inst := &instance{p: p, hooks: map[abi.Hook]api.Function{}}
 	inst.stdout = lineWriter{inst: inst, level: abi.LevelInfo}
 	inst.stderr = lineWriter{inst: inst, level: abi.LevelWarn}

@@ -1,0 +1,128 @@
+package wasmhost
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"runtime"
+
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// A Go plugin costs the gateway about 17 MB of compiled code, 7 MB of
+// decoded module and some 6 MB a live instance. A plugin that no chain
+// names is put to sleep: it stays loaded (its metadata, config schema and
+// samples were checked, and it is listed) but keeps only its wasm binary.
+// The first call after that compiles it again (from the compilation cache
+// when there is a cache directory) without running its samples, which
+// passed for these very bytes.
+
+// Sleep releases the compiled code and instances of the loaded plugin
+// called name, keeping wasm, its binary, to compile it again when it is
+// next called. Calls already running finish first.
+func (h *Host) Sleep(name string, wasm []byte) error {
+	sum := sha256.Sum256(wasm)
+	h.mu.Lock()
+	p := h.plugins[name]
+	switch {
+	case p == nil:
+		h.mu.Unlock()
+		return fmt.Errorf("sleep plugin %s: %w", name, ErrNotFound)
+	case p.info.SHA256 != hex.EncodeToString(sum[:]):
+		h.mu.Unlock()
+		return fmt.Errorf("sleep plugin %s: the binary given is not the one loaded", name)
+	case p.wasm != nil:
+		h.mu.Unlock()
+		return nil // asleep already
+	}
+	stub := &plugin{h: h, info: p.info, meta: p.meta, wasm: wasm, refs: 1, slots: make(chan struct{}, h.cfg.PoolSize)}
+	h.plugins[name] = stub
+	h.mu.Unlock()
+	p.retire()
+	h.log.Debug("plugin asleep", "plugin", name)
+	return nil
+}
+
+// Asleep reports whether the loaded plugin called name is asleep.
+func (h *Host) Asleep(name string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	p := h.plugins[name]
+	return p != nil && p.wasm != nil
+}
+
+// Wake compiles the plugin called name again if it is asleep.
+func (h *Host) Wake(ctx context.Context, name string) error {
+	p, err := h.acquireAwake(ctx, name)
+	if err != nil {
+		return err
+	}
+	p.release()
+	return nil
+}
+
+// acquireAwake is acquire for a call: a sleeping plugin is woken first.
+func (h *Host) acquireAwake(ctx context.Context, name string) (*plugin, error) {
+	// A plugin put to sleep again between its waking and the acquire
+	// below is woken again; twice in a row is not worth a third try.
+	for range 3 {
+		p, err := h.acquire(name)
+		if err != nil || p.wasm == nil {
+			return p, err
+		}
+		err = h.wake(ctx, p)
+		p.release()
+		if err != nil {
+			return nil, fmt.Errorf("wake plugin %s: %w", name, err)
+		}
+	}
+	return nil, fmt.Errorf("plugin %s: put to sleep as fast as it is woken", name)
+}
+
+// wake puts a compiled plugin in place of the sleeping stub, unless another
+// caller did.
+func (h *Host) wake(ctx context.Context, stub *plugin) error {
+	// One waker per sleeping plugin; the others wait for it.
+	stub.wakeMu.Lock()
+	defer stub.wakeMu.Unlock()
+	if stub.woken {
+		return nil
+	}
+	awake, err := h.compileAwake(ctx, stub)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	if h.closed || h.plugins[stub.info.Name] != stub {
+		// Closed or replaced meanwhile: what was compiled is not kept.
+		h.mu.Unlock()
+		awake.retire()
+		stub.woken = true
+		return nil
+	}
+	h.plugins[stub.info.Name] = awake
+	h.mu.Unlock()
+	stub.woken = true
+	stub.retire()
+	h.log.Debug("plugin woken", "plugin", stub.info.Name)
+	return nil
+}
+
+// compileAwake compiles a sleeping plugin's binary into a plugin ready for
+// calls, with the metadata it was loaded with.
+func (h *Host) compileAwake(ctx context.Context, stub *plugin) (*plugin, error) {
+	code, err := instrument(stub.wasm)
+	if err != nil {
+		return nil, err
+	}
+	h.stats.compilations.Add(1)
+	compiled, err := h.rt.CompileModule(experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0)), code)
+	if err != nil {
+		return nil, fmt.Errorf("compile plugin: %w", err)
+	}
+	p := newPlugin(h, compiled)
+	p.info = stub.info
+	p.setMeta(stub.meta)
+	return p, nil
+}

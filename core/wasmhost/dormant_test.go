@@ -1,0 +1,97 @@
+package wasmhost
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestSleepAndWake: a sleeping plugin frees its instances and compiled
+// code, stays listed, and its next calls, however many at once, wake it
+// with one compilation and answer as before.
+func TestSleepAndWake(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t, Config{PoolSize: 4})
+	wasm := hostileWasm(t)
+	info := load(t, h, wasm)
+	n := notification("proposal.created", "uniswap")
+	b := body(t, n)
+	chain := []Entry{{Plugin: info.Name, Config: mode("ok")}}
+	want := h.RunChain(ctx, chain, n, b)
+	if !want.Keep {
+		t.Fatalf("awake: %+v", want)
+	}
+	if h.Stats().Instances == 0 {
+		t.Fatal("no instance after a call")
+	}
+
+	if err := h.Sleep(info.Name, []byte("not the plugin")); err == nil {
+		t.Error("Sleep took a binary that is not the one loaded")
+	}
+	if err := h.Sleep(info.Name, wasm); err != nil {
+		t.Fatal(err)
+	}
+	if !h.Asleep(info.Name) {
+		t.Fatal("not asleep")
+	}
+	if n := h.Stats().Instances; n != 0 {
+		t.Errorf("%d instances alive while asleep", n)
+	}
+	if got, ok := h.Plugin(info.Name); !ok || got.SHA256 != info.SHA256 || len(got.Hooks) != len(info.Hooks) {
+		t.Errorf("asleep, the plugin is listed as %+v, %t", got, ok)
+	}
+
+	before := h.Stats().Compilations
+	var wg sync.WaitGroup
+	results := make([]Result, 8)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = h.RunChain(ctx, chain, n, b)
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.Keep != want.Keep || string(r.Body) != string(want.Body) || r.ContentType != want.ContentType {
+			t.Errorf("call %d after waking: %+v, want %+v", i, r, want)
+		}
+	}
+	if got := h.Stats().Compilations - before; got != 1 {
+		t.Errorf("woken by %d compilations, want 1", got)
+	}
+	if h.Asleep(info.Name) {
+		t.Error("still asleep after calls")
+	}
+	// The deadline still holds after waking.
+	start := time.Now()
+	if r := h.RunChain(ctx, []Entry{{Plugin: info.Name, Config: mode("loop")}}, n, b); r.Keep {
+		t.Errorf("a looping plugin kept the delivery: %+v", r)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("a looping call took %s", took)
+	}
+}
+
+// TestReplacedWhileAsleep: loading a new version over a sleeping plugin
+// replaces it; the stub's binary is not compiled.
+func TestReplacedWhileAsleep(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t, Config{})
+	wasm := hostileWasm(t)
+	info := load(t, h, wasm)
+	if err := h.Sleep(info.Name, wasm); err != nil {
+		t.Fatal(err)
+	}
+	load(t, h, wasm)
+	if h.Asleep(info.Name) {
+		t.Error("asleep after a Load")
+	}
+	if err := h.Wake(ctx, info.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Wake(ctx, "nope"); err == nil {
+		t.Error("woke a plugin that is not loaded")
+	}
+}
