@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -177,6 +178,7 @@ func (m *Manager) Sync(ctx context.Context) error {
 	if err := m.sleepUnused(ctx, used); err != nil {
 		m.log.Warn("plugins not put to sleep", "err", err)
 	}
+	compactMemory()
 	m.version = version
 	m.batchMu.Lock()
 	clear(m.batches) // answers cached under the old plugins must not be reused
@@ -225,6 +227,14 @@ func (m *Manager) sleepUnused(ctx context.Context, used map[string]bool) error {
 	}
 	return nil
 }
+
+// compactMemory returns to the operating system what a sync that compiled
+// or put plugins to sleep leaves behind: compiling a Go plugin makes some
+// hundred MB of garbage, and what a sleeper held is garbage too. Without
+// it the heap keeps that room, sized for the compilations, until the
+// scavenger gives it back minutes later (rss_100k_pending_mb's first
+// seconds: 280 MB, settling at 155 MB).
+func compactMemory() { debug.FreeOSMemory() }
 
 // importDir stores the modules of the plugin directory that are new or
 // changed since the last look. They are checked side by side (compiling a

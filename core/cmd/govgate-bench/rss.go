@@ -37,9 +37,11 @@ import (
 // memory; the rest are queued).
 //
 // Plugins: the examples that plugins/build.sh builds, loaded from
-// GOVGATE_PLUGINS_DIR as `go tool task run` loads them, and a global chain
-// of dao-filter then slack, so that instances of both run for every
-// attempt; the _no_plugins figure is the same gateway without any.
+// GOVGATE_PLUGINS_DIR as `go tool task run` loads them. The headline
+// figures have no chain (the default: loaded plugins that no chain names
+// sleep, keeping only their binaries); rss_100k_pending_mb_chain adds a
+// global chain of dao-filter then slack, two Go plugins whose instances
+// run for every attempt.
 //
 // The receiver first is slow (it takes each request and never answers: the
 // attempt times out after the default 10 s, so that workers, connections
@@ -95,8 +97,9 @@ func rssBuild(ctx context.Context, dir string) (bin, plugins string, err error) 
 }
 
 // rssRound runs one round on dbURL, an empty database, in dir, with the
-// plugins in the directory plugins ("": none).
-func rssRound(ctx context.Context, bin, plugins, dir, dbURL string) (rssResult, error) {
+// plugins in the directory plugins ("": none), and with a global chain
+// through two of them if chain.
+func rssRound(ctx context.Context, bin, plugins string, chain bool, dir, dbURL string) (rssResult, error) {
 	rcv, err := startStallReceiver(dir)
 	if err != nil {
 		return rssResult{}, err
@@ -126,7 +129,7 @@ func rssRound(ctx context.Context, bin, plugins, dir, dbURL string) (rssResult, 
 		return rssResult{}, err
 	}
 	defer g.stop()
-	if plugins != "" {
+	if chain {
 		chain := `{"items": [{"plugin": "dao-filter", "config": {"daos": ["uniswap"]}}, {"plugin": "slack", "config": {}}]}`
 		if _, err := g.admin(ctx, http.MethodPut, "/admin/api/chain", chain); err != nil {
 			return rssResult{}, err
@@ -483,8 +486,9 @@ func procStatusMB(pid int, field string) (float64, error) {
 
 // rssBench reports rss_100k_pending_mb (PostgreSQL, the production store),
 // rss_100k_pending_mb_sqlite (the default store) and
-// rss_100k_pending_mb_no_plugins (PostgreSQL without plugins): each the
-// median of -rounds rounds, every round's figures on stderr.
+// rss_100k_pending_mb_chain (PostgreSQL, two Go plugins in the delivery
+// path): each the median of -rounds rounds, every round's figures on
+// stderr.
 func rssBench(ctx context.Context, tmp string, newDB func(name string) (string, error)) error {
 	dir := filepath.Join(tmp, "rss")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -496,10 +500,11 @@ func rssBench(ctx context.Context, tmp string, newDB func(name string) (string, 
 	}
 	for _, c := range []struct {
 		name, store, plugins string
+		chain                bool
 	}{
-		{"rss_100k_pending_mb_no_plugins", "postgres", ""},
-		{"rss_100k_pending_mb", "postgres", plugins},
-		{"rss_100k_pending_mb_sqlite", "sqlite", plugins},
+		{"rss_100k_pending_mb", "postgres", plugins, false},
+		{"rss_100k_pending_mb_sqlite", "sqlite", plugins, false},
+		{"rss_100k_pending_mb_chain", "postgres", plugins, true},
 	} {
 		if !slices.Contains(strings.Split(*rssStores, ","), c.store) {
 			continue
@@ -517,7 +522,7 @@ func rssBench(ctx context.Context, tmp string, newDB func(name string) (string, 
 					return err
 				}
 			}
-			res, err := rssRound(ctx, bin, c.plugins, rdir, url)
+			res, err := rssRound(ctx, bin, c.plugins, c.chain, rdir, url)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
