@@ -188,16 +188,16 @@ func run(ctx context.Context) error {
 		}
 		ceilings = append(ceilings, c)
 	}
-	report("wire_ceiling_per_s", "%.0f", median(ceilings))
+	reportMedian("wire_ceiling_per_s", "%.0f", ceilings)
 	if len(sqliteRates) > 0 {
-		report("delivery_per_s_sqlite", "%.0f", median(sqliteRates))
-		report("delivery_ratio_sqlite", "%.2f", median(sqliteRatios))
+		reportMedian("delivery_per_s_sqlite", "%.0f", sqliteRates)
+		reportMedian("delivery_ratio_sqlite", "%.2f", sqliteRatios)
 	}
 	pgRate := 0.0
 	if len(pgRates) > 0 {
 		pgRate = median(pgRates)
-		report("delivery_per_s_postgres", "%.0f", pgRate)
-		report("delivery_ratio_postgres", "%.2f", median(pgRatios))
+		reportMedian("delivery_per_s_postgres", "%.0f", pgRates)
+		reportMedian("delivery_ratio_postgres", "%.2f", pgRatios)
 	}
 	if want("latency") {
 		url, err := newDB("bench_latency")
@@ -254,9 +254,9 @@ func run(ctx context.Context) error {
 			}
 			plains, chains, ratios = append(plains, plain), append(chains, withChain), append(ratios, withChain/plain)
 		}
-		report("delivery_per_s_postgres_plain", "%.0f", median(plains))
-		report("delivery_per_s_postgres_plugins", "%.0f", median(chains))
-		report("plugin_chain_ratio", "%.2f", median(ratios))
+		reportMedian("delivery_per_s_postgres_plain", "%.0f", plains)
+		reportMedian("delivery_per_s_postgres_plugins", "%.0f", chains)
+		reportMedian("plugin_chain_ratio", "%.2f", ratios)
 	}
 	if want("otel") {
 		// The same PostgreSQL run with tracing on, every notification
@@ -282,18 +282,15 @@ func run(ctx context.Context) error {
 			}
 			offs, ons, ratios, spans = append(offs, off), append(ons, on), append(ratios, on/off), append(spans, float64(exported))
 		}
-		report("delivery_per_s_postgres_otel_off", "%.0f", median(offs))
-		report("delivery_per_s_postgres_otel_on", "%.0f", median(ons))
-		report("otel_spans_exported", "%.0f", median(spans))
-		report("otel_ratio", "%.2f", median(ratios))
-		fmt.Fprintf(os.Stderr, "otel rounds: off %.0f, on %.0f, ratio %.2f per round\n", offs, ons, ratios)
+		reportMedian("delivery_per_s_postgres_otel_off", "%.0f", offs)
+		reportMedian("delivery_per_s_postgres_otel_on", "%.0f", ons)
+		reportMedian("otel_spans_exported", "%.0f", spans)
+		reportMedian("otel_ratio", "%.2f", ratios)
 	}
 	if want("health") {
-		hr, err := healthRatio(ctx, tmp)
-		if err != nil {
+		if _, err := healthRatio(ctx, tmp); err != nil {
 			return fmt.Errorf("health: %w", err)
 		}
-		report("health_ratio", "%.2f", hr)
 	}
 	if want("delegation") {
 		var targets []delegationTarget
@@ -851,8 +848,9 @@ func healthRatio(ctx context.Context, tmp string) (float64, error) {
 		h := load("/uniswap/health")
 		statics, healths, ratios = append(statics, static), append(healths, h), append(ratios, h/static)
 	}
-	report("health_per_s", "%.0f", median(healths))
-	report("static_route_per_s", "%.0f", median(statics))
+	reportMedian("health_per_s", "%.0f", healths)
+	reportMedian("static_route_per_s", "%.0f", statics)
+	reportMedian("health_ratio", "%.2f", ratios)
 	return median(ratios), nil
 }
 
@@ -883,6 +881,17 @@ func selfCPU() float64 {
 	ut, _ := strconv.ParseFloat(f[13], 64)
 	st, _ := strconv.ParseFloat(f[14], 64)
 	return (ut + st) / 100
+}
+
+// reportMedian reports the median of a figure's rounds, and on a line of
+// its own ("rounds NAME: …") every round and their spread.
+func reportMedian(name, format string, rounds []float64) {
+	report(name, format, median(rounds))
+	each := make([]string, len(rounds))
+	for i, v := range rounds {
+		each[i] = fmt.Sprintf(format, v)
+	}
+	fmt.Printf("rounds %s: %s (spread "+format+"-"+format+")\n", name, strings.Join(each, " "), slices.Min(rounds), slices.Max(rounds))
 }
 
 func median(v []float64) float64 {

@@ -530,7 +530,7 @@ func rssBench(ctx context.Context, tmp string, newDB func(name string) (string, 
 			peaks = append(peaks, res.peak)
 			each = append(each, fmt.Sprintf("%.0f (idle before %.0f; with the start's garbage %.0f; VmHWM %.0f)", res.peak, res.idle, res.window, res.hwm))
 		}
-		report(c.name, "%.0f", median(peaks))
+		reportMedian(c.name, "%.0f", peaks)
 		fmt.Fprintf(os.Stderr, "%s rounds, MB: %s\n", c.name, strings.Join(each, "; "))
 	}
 	return nil
