@@ -8,6 +8,8 @@ import (
 	"runtime"
 
 	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/govgate/govgate/sdk/abi"
 )
 
 // A Go plugin costs the gateway about 17 MB of compiled code, 7 MB of
@@ -36,12 +38,19 @@ func (h *Host) Sleep(name string, wasm []byte) error {
 		h.mu.Unlock()
 		return nil // asleep already
 	}
-	stub := &plugin{h: h, info: p.info, meta: p.meta, wasm: wasm, refs: 1, slots: make(chan struct{}, h.cfg.PoolSize)}
-	h.plugins[name] = stub
+	h.plugins[name] = newSleeper(h, p.info, p.meta, wasm)
 	h.mu.Unlock()
 	p.retire()
 	h.log.Debug("plugin asleep", "plugin", name)
 	return nil
+}
+
+// newSleeper is a loaded plugin asleep: its checked metadata and its
+// binary.
+func newSleeper(h *Host, info Info, meta abi.Meta, wasm []byte) *plugin {
+	p := &plugin{h: h, info: info, wasm: wasm, refs: 1, slots: make(chan struct{}, h.cfg.PoolSize)}
+	p.setMeta(meta)
+	return p
 }
 
 // Asleep reports whether the loaded plugin called name is asleep.
@@ -116,6 +125,9 @@ func (h *Host) compileAwake(ctx context.Context, stub *plugin) (*plugin, error) 
 	if err != nil {
 		return nil, err
 	}
+	// wazero compiles a module's functions on as many goroutines as it is
+	// told: a Go plugin holds some 20,000 of them, and compiling one would
+	// otherwise take a single core for over a second.
 	h.stats.compilations.Add(1)
 	compiled, err := h.rt.CompileModule(experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0)), code)
 	if err != nil {

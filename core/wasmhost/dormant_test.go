@@ -74,19 +74,27 @@ func TestSleepAndWake(t *testing.T) {
 	}
 }
 
-// TestReplacedWhileAsleep: loading a new version over a sleeping plugin
-// replaces it; the stub's binary is not compiled.
-func TestReplacedWhileAsleep(t *testing.T) {
+// TestLoadedAsleep: a plugin is checked in the interpreter and loaded
+// asleep; it is compiled once, when woken, and loading it again over itself
+// puts a new sleeper in its place.
+func TestLoadedAsleep(t *testing.T) {
 	ctx := context.Background()
 	h := newHost(t, Config{})
 	wasm := hostileWasm(t)
 	info := load(t, h, wasm)
-	if err := h.Sleep(info.Name, wasm); err != nil {
-		t.Fatal(err)
+	if !h.Asleep(info.Name) || h.Stats().Instances != 0 {
+		t.Fatalf("after Load: asleep %t, %d instances", h.Asleep(info.Name), h.Stats().Instances)
+	}
+	c := h.Stats().Compilations
+	if err := h.Wake(ctx, info.Name); err != nil || h.Asleep(info.Name) {
+		t.Fatalf("Wake: %v, asleep %t", err, h.Asleep(info.Name))
+	}
+	if err := h.Wake(ctx, info.Name); err != nil || h.Stats().Compilations != c+1 {
+		t.Errorf("two Wakes: %v, %d compilations, want 1", err, h.Stats().Compilations-c)
 	}
 	load(t, h, wasm)
-	if h.Asleep(info.Name) {
-		t.Error("asleep after a Load")
+	if !h.Asleep(info.Name) {
+		t.Error("awake after a new Load")
 	}
 	if err := h.Wake(ctx, info.Name); err != nil {
 		t.Fatal(err)

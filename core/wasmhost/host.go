@@ -37,7 +37,6 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -138,6 +137,12 @@ type Host struct {
 	rt    wazero.Runtime
 	cache wazero.CompilationCache
 	base  wazero.ModuleConfig
+	// rtCheck is wazero's interpreter, in which a plugin is checked (its
+	// exports, metadata and samples) before it is loaded. Translating a Go
+	// plugin for it takes a tenth of what compiling it to machine code
+	// does, and a loaded plugin is compiled only when a delivery, or a
+	// chain that names it, first needs it (dormant.go).
+	rtCheck wazero.Runtime
 
 	mu      sync.RWMutex
 	plugins map[string]*plugin
@@ -186,6 +191,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		rt:      wazero.NewRuntimeWithConfig(ctx, rc),
+		rtCheck: wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().WithMemoryLimitPages(cfg.MemoryLimitMB*16)),
 		cache:   cache,
 		plugins: map[string]*plugin{},
 		logs:    map[string]*logRing{},
@@ -196,24 +202,29 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		WithStartFunctions(abi.ExportInitialize).
 		WithSysNanotime().
 		WithRandSource(rand.Reader)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, h.rt); err != nil {
-		_ = h.closeRuntime(ctx)
-		return nil, fmt.Errorf("instantiate wasi: %w", err)
-	}
-	_, err := h.rt.NewHostModuleBuilder(abi.HostModule).
-		NewFunctionBuilder().WithGoFunction(api.GoFunc(checkDeadline), nil, nil).Export(abi.ImportMarker).
-		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostLog),
-		[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, nil).Export(abi.ImportLog).
-		Instantiate(ctx)
-	if err != nil {
-		_ = h.closeRuntime(ctx)
-		return nil, fmt.Errorf("instantiate host module: %w", err)
+	for _, rt := range []wazero.Runtime{h.rt, h.rtCheck} {
+		if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+			_ = h.closeRuntime(ctx)
+			return nil, fmt.Errorf("instantiate wasi: %w", err)
+		}
+		_, err := rt.NewHostModuleBuilder(abi.HostModule).
+			NewFunctionBuilder().WithGoFunction(api.GoFunc(checkDeadline), nil, nil).Export(abi.ImportMarker).
+			NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostLog),
+			[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, nil).Export(abi.ImportLog).
+			Instantiate(ctx)
+		if err != nil {
+			_ = h.closeRuntime(ctx)
+			return nil, fmt.Errorf("instantiate host module: %w", err)
+		}
 	}
 	return h, nil
 }
 
 func (h *Host) closeRuntime(ctx context.Context) error {
 	err := h.rt.Close(ctx)
+	if cerr := h.rtCheck.Close(ctx); err == nil {
+		err = cerr
+	}
 	if cerr := h.cache.Close(ctx); err == nil {
 		err = cerr
 	}
@@ -269,8 +280,9 @@ type SampleResult struct {
 	Logs        []string      `json:"logs,omitempty"`
 }
 
-// Load compiles a plugin, checks its ABI and exports, reads its metadata,
-// runs its samples and, when all pass, activates it under its name. A plugin
+// Load checks a plugin in the interpreter (its ABI and exports, its
+// metadata, its samples) and, when all pass, activates it under its name,
+// asleep: it is compiled to machine code when first called or woken. A plugin
 // already loaded under that name is replaced atomically: chains that run
 // after Load returns use the new one, calls already running finish on the
 // old one, whose instances and compiled code are then released.
@@ -526,11 +538,8 @@ func (h *Host) prepare(ctx context.Context, wasm []byte) (*plugin, []SampleResul
 	case err != nil:
 		return nil, nil, fmt.Errorf("compile plugin: %w", err)
 	}
-	// wazero compiles a module's functions on as many goroutines as it is
-	// told: a Go plugin holds some 20,000 of them, and loading one would
-	// otherwise take a single core for over a second.
 	h.stats.compilations.Add(1)
-	compiled, err := h.rt.CompileModule(experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0)), code)
+	compiled, err := h.rtCheck.CompileModule(ctx, code)
 	if err != nil {
 		return nil, nil, fmt.Errorf("compile plugin: %w: %w", ErrInvalidPlugin, err)
 	}
@@ -539,22 +548,23 @@ func (h *Host) prepare(ctx context.Context, wasm []byte) (*plugin, []SampleResul
 		return nil, nil, fmt.Errorf("check plugin: %w: %w", ErrInvalidPlugin, cmp.Or(err, errNoMarker))
 	}
 	p := newPlugin(h, compiled)
+	p.checking = true
+	defer p.retire()
 	p.info = Info{ABI: abi.Version, Size: len(wasm), SHA256: hex.EncodeToString(sum[:]), LoadedAt: time.Now().UTC()}
 	meta, err := p.readMeta(ctx)
 	if err != nil {
-		p.retire()
 		return nil, nil, fmt.Errorf("read plugin metadata: %w: %w", ErrInvalidPlugin, err)
 	}
 	for _, hook := range meta.Hooks {
 		if compiled.ExportedFunctions()[hook.Export()] == nil {
-			p.retire()
 			return nil, nil, fmt.Errorf("check plugin %s: declares hook %s but does not export %s: %w", meta.Name, hook, hook.Export(), ErrInvalidPlugin)
 		}
 	}
 	p.setMeta(meta)
 	samples := p.runSamples(ctx)
-	p.closeIdle()
-	return p, samples, nil
+	// What is loaded is the binary, asleep: the interpreter's module and
+	// instance go with the deferred retire.
+	return newSleeper(h, p.info, p.meta, wasm), samples, nil
 }
 
 // checkDeadline implements govgate.abi_v1. The instrumentation of a plugin

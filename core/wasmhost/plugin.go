@@ -34,6 +34,12 @@ type plugin struct {
 	wakeMu sync.Mutex
 	woken  bool
 
+	// checking marks a plugin being checked in the interpreter (Host.rtCheck):
+	// its calls get the start's deadline, as the interpreter runs Go code
+	// some twenty times slower than machine code and samples are checked
+	// for what they answer, not how fast.
+	checking bool
+
 	mu      sync.Mutex
 	idle    []*instance
 	refs    int
@@ -210,7 +216,11 @@ func (p *plugin) instantiate(ctx context.Context) (*instance, error) {
 	defer cancel()
 	cs := &callState{ctx: ictx, now: time.Now()}
 	inst.cur = cs
-	mod, err := h.rt.InstantiateModule(context.WithValue(ictx, instanceKey{}, inst), p.compiled, cfg)
+	rt := h.rt
+	if p.checking {
+		rt = h.rtCheck
+	}
+	mod, err := rt.InstantiateModule(context.WithValue(ictx, instanceKey{}, inst), p.compiled, cfg)
 	inst.end(cs)
 	if err != nil {
 		if mod != nil {
@@ -317,7 +327,11 @@ func (p *plugin) call(ctx context.Context, hook abi.Hook, in *abi.Input) (res []
 		return nil, nil, fmt.Errorf("plugin has no %s hook", hook)
 	}
 	h.stats.calls.Add(1)
-	cctx, cancel := context.WithTimeout(ctx, h.cfg.CallTimeout)
+	timeout := h.cfg.CallTimeout
+	if p.checking {
+		timeout = h.cfg.InitTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cs := &callState{ctx: cctx, now: time.Now()}
 	inst.cur = cs
@@ -335,7 +349,7 @@ func (p *plugin) call(ctx context.Context, hook abi.Hook, in *abi.Input) (res []
 	}
 	inst.stack[0] = uint64(len(input))
 	if err := inst.alloc.CallWithStack(vctx, inst.stack[:]); err != nil {
-		err = describe(ctx, err, h.cfg.CallTimeout, cs.logs)
+		err = describe(ctx, err, timeout, cs.logs)
 		if errors.Is(err, ErrTimeout) {
 			h.stats.timeouts.Add(1)
 		}
@@ -347,7 +361,7 @@ func (p *plugin) call(ctx context.Context, hook abi.Hook, in *abi.Input) (res []
 	}
 	inst.stack[0], inst.stack[1] = uint64(ptr), uint64(len(input))
 	if err := fn.CallWithStack(vctx, inst.stack[:]); err != nil {
-		err = describe(ctx, err, h.cfg.CallTimeout, cs.logs)
+		err = describe(ctx, err, timeout, cs.logs)
 		if errors.Is(err, ErrTimeout) {
 			h.stats.timeouts.Add(1)
 		}
