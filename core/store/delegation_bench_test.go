@@ -2,10 +2,12 @@ package store_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,18 +19,37 @@ import (
 )
 
 // BenchmarkDelegatesPage100k stores 100,000 delegates of one DAO through
-// the indexer's write path (DelegateVotesChanged events, 10,000 a batch),
-// then times the first page of GET /{dao}/delegates (50 by voting power,
-// with the DAO's total and each delegate's participation), on SQLite and
-// on PostgreSQL:
+// the indexer's write path (DelegateVotesChanged events, 10,000 a batch:
+// each delegate has power of its own, no delegator and no vote, so that
+// the listings by delegators and by votes are one tie broken by address),
+// then times pages of GET /{dao}/delegates (50 delegates, with the DAO's
+// total and each delegate's participation) on SQLite and on PostgreSQL,
+// by each sort:
 //
 //	delegates_page_ms_sqlite, delegates_page_ms_postgres
-//	                the median of 21 calls, in milliseconds
+//	                the first page by voting power, the median of 21
+//	                calls, in milliseconds
+//	…_delegators, …_votes
+//	                the first page by delegators, by votes
+//	delegates_page_50k_ms_sqlite, …
+//	                the page after the 50,000th delegate (a before
+//	                taken from the seed, not paged to)
 //
 // Seeding is not timed.
 func BenchmarkDelegatesPage100k(b *testing.B) {
-	const delegates, batch = 100_000, 10_000
+	const delegates, batch, middle = 100_000, 10_000, 50_000
 	ctx := context.Background()
+	seeded := make([]core.Delegate, delegates)
+	for j := range seeded {
+		seeded[j] = core.Delegate{Address: fmt.Sprintf("0x%040x", j+1), VotingPower: fmt.Sprint((j*7919)%1_000_003 + 1)}
+	}
+	// Each listing's order, to start a page after its middle: by
+	// delegators and by votes, the addresses'.
+	byPower := slices.Clone(seeded)
+	slices.SortFunc(byPower, func(x, y core.Delegate) int {
+		return cmp.Or(cmp.Compare(len(y.VotingPower), len(x.VotingPower)), strings.Compare(y.VotingPower, x.VotingPower), strings.Compare(x.Address, y.Address))
+	})
+	orders := map[string][]core.Delegate{core.SortVotingPower: byPower, core.SortDelegators: seeded, core.SortVotes: seeded}
 	for _, be := range backends() {
 		b.Run(be.name, func(b *testing.B) {
 			s, _ := be.open(b)
@@ -39,7 +60,7 @@ func BenchmarkDelegatesPage100k(b *testing.B) {
 				for j := i; j < i+batch; j++ {
 					bt.TokenEvents = append(bt.TokenEvents, core.TokenEvent{DAO: "big", ChainID: 1, Kind: core.TypeDelegateVotesChanged,
 						BlockNumber: bt.Cursor.Block, TxHash: fmt.Sprintf("0x%064x", j), LogIndex: 0, At: at,
-						Delegate: fmt.Sprintf("0x%040x", j+1), PreviousVotes: "0", NewVotes: fmt.Sprint((j*7919)%1_000_003 + 1)})
+						Delegate: seeded[j].Address, PreviousVotes: "0", NewVotes: seeded[j].VotingPower})
 				}
 				if err := s.ApplyBatch(ctx, bt); err != nil {
 					b.Fatal(err)
@@ -47,24 +68,37 @@ func BenchmarkDelegatesPage100k(b *testing.B) {
 				c := bt.Cursor
 				prev = &c
 			}
-			var times []float64
 			b.ResetTimer()
 			for range b.N {
-				times = times[:0]
-				for range 21 {
-					start := time.Now()
-					page, err := s.ListDelegates(ctx, "big", core.SortVotingPower, "", 50)
-					if err != nil {
-						b.Fatal(err)
+				for _, sortBy := range []string{core.SortVotingPower, core.SortDelegators, core.SortVotes} {
+					order := orders[sortBy]
+					suffix := ""
+					if sortBy != core.SortVotingPower {
+						suffix = "_" + sortBy
 					}
-					times = append(times, float64(time.Since(start).Microseconds())/1000)
-					if len(page.Items) != 50 || page.Next == "" {
-						b.Fatalf("first page: %d items, next %q", len(page.Items), page.Next)
+					for _, page := range []struct {
+						metric, before, first string
+					}{
+						{"delegates_page_ms_", "", order[0].Address},
+						{"delegates_page_50k_ms_", store.DelegatesCursor(sortBy, order[middle-1]), order[middle].Address},
+					} {
+						var times []float64
+						for range 21 {
+							start := time.Now()
+							got, err := s.ListDelegates(ctx, "big", sortBy, page.before, 50)
+							if err != nil {
+								b.Fatal(err)
+							}
+							times = append(times, float64(time.Since(start).Microseconds())/1000)
+							if len(got.Items) != 50 || got.Next == "" || got.Items[0].Address != page.first {
+								b.Fatalf("%s%s by %s: %d items, next %q, want 50 from %s", page.metric, be.name, sortBy, len(got.Items), got.Next, page.first)
+							}
+						}
+						sort.Float64s(times)
+						b.ReportMetric(times[len(times)/2], page.metric+be.name+suffix)
 					}
 				}
 			}
-			sort.Float64s(times)
-			b.ReportMetric(times[len(times)/2], "delegates_page_ms_"+be.name)
 		})
 	}
 }

@@ -1,6 +1,10 @@
 package store
 
-import "github.com/go-gormigrate/gormigrate/v2"
+import (
+	"github.com/go-gormigrate/gormigrate/v2"
+
+	"github.com/govgate/govgate/core"
+)
 
 // MigrateTo moves the store's schema to migration id, up or down: tests
 // check that an upgrade keeps what an earlier schema held.
@@ -15,3 +19,10 @@ func MigrateTo(s *Store, id string) error {
 
 // LatestMigration is the id of the last migration.
 func LatestMigration() string { return migrations[len(migrations)-1].ID }
+
+// DelegatesCursor is the before that continues a listing of delegates by
+// sortBy after d: benchmarks start a page deep in a listing without
+// paging to it.
+func DelegatesCursor(sortBy string, d core.Delegate) string {
+	return delegatesCursor(sortBy, delegateRow{PowerKey: powerKey(d.VotingPower), Delegators: d.Delegators, VotesCast: d.VotesCast, Address: d.Address})
+}

@@ -13,8 +13,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/store"
@@ -407,6 +412,28 @@ func TestDelegationAnswersMany(t *testing.T) {
 		}
 		got = append(got, answers(t, s, dao, accounts, 50, []uint64{block / 2, block - 40, block}))
 		t.Logf("%d events to block %d, %d votes", len(events), block, len(votes))
+		// Pages of 7 end inside ties, at every sort: joined, they are the
+		// listing in one page.
+		for _, sortBy := range []string{core.SortVotingPower, core.SortDelegators, core.SortVotes} {
+			all, err := s.ListDelegates(context.Background(), dao, sortBy, "", 500)
+			if err != nil || all.Next != "" {
+				t.Fatalf("one page by %s: next %q, %v", sortBy, all.Next, err)
+			}
+			var joined []core.Delegate
+			for before := ""; ; {
+				page, err := s.ListDelegates(context.Background(), dao, sortBy, before, 7)
+				if err != nil {
+					t.Fatal(err)
+				}
+				joined = append(joined, page.Items...)
+				if before = page.Next; before == "" {
+					break
+				}
+			}
+			if !reflect.DeepEqual(joined, all.Items) {
+				t.Fatalf("by %s, pages of 7 give %d delegates, one page %d, or another order", sortBy, len(joined), len(all.Items))
+			}
+		}
 		p.rollback(block - 40)
 		got = append(got, answers(t, s, dao, accounts, 50, []uint64{block / 2, block - 40, block}))
 		goldenSum(t, "delegation_answers_many.sha256", got)
@@ -472,6 +499,111 @@ func TestTokenEventAlreadyStored(t *testing.T) {
 		}
 		if d, ok, err := s.Delegate(context.Background(), dao, addr(2)); err != nil || !ok || d.VotingPower != "10" || d.Delegators != 1 {
 			t.Fatalf("delegate %+v %v %v", d, ok, err)
+		}
+	})
+}
+
+// TestDelegatesListingPlans asks each store for its plan of the statement
+// that a page of a delegate listing runs, a first page and a later one,
+// by each sort: it walks the sort's index of listed delegates (migration
+// 0010) and reads no whole table; a first page sorts nothing, and a later
+// page starts its walk at the cursor's key. A listing that stopped
+// matching the indexes' predicate would still answer right, after sorting
+// a DAO's delegates; one that filtered by its cursor would walk from the
+// top. PostgreSQL is told to avoid sorts and full scans where it has
+// another way, so that the few rows here do not decide its plan.
+func TestDelegatesListingPlans(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store, _ string) {
+		const dao = "tok"
+		k := newToken(dao)
+		p := &applier{t: t, s: s, dao: dao}
+		for i := range 6 {
+			k.at(2).transfer("", addr(i), int64(10+i)).delegateTo(addr(i), addr(i%3))
+		}
+		p.apply(10, k.take(), vote(dao, addr(1), 10, "1"))
+		type statement struct {
+			sql  string
+			vars []any
+		}
+		var ran []statement
+		if err := s.DB().Callback().Row().After("gorm:row").Register("test:plans", func(db *gorm.DB) {
+			if sql := db.Statement.SQL.String(); strings.Contains(sql, "FROM delegates") {
+				ran = append(ran, statement{sql, slices.Clone(db.Statement.Vars)})
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		sqlDB, err := s.DB().DB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := func(st statement) string {
+			t.Helper()
+			ctx := context.Background()
+			tx, err := sqlDB.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			explain := "EXPLAIN QUERY PLAN "
+			if s.Dialect() == store.Postgres {
+				explain = "EXPLAIN "
+				for _, q := range []string{"SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off", "SET LOCAL enable_sort = off"} {
+					if _, err := tx.ExecContext(ctx, q); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			rows, err := tx.QueryContext(ctx, explain+st.sql, st.vars...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			cols, _ := rows.Columns()
+			var lines []string
+			for rows.Next() {
+				vals := make([]any, len(cols))
+				for i := range vals {
+					vals[i] = new(any)
+				}
+				if err := rows.Scan(vals...); err != nil {
+					t.Fatal(err)
+				}
+				lines = append(lines, fmt.Sprint(*vals[len(vals)-1].(*any)))
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			return strings.Join(lines, "\n")
+		}
+		for sortBy, by := range map[string]struct{ index, key string }{
+			core.SortVotingPower: {"ix_delegates_listed_power", "power_key"},
+			core.SortDelegators:  {"ix_delegates_listed_delegators", "delegators"},
+			core.SortVotes:       {"ix_delegates_listed_votes", "votes_cast"},
+		} {
+			// A later page starts below the cursor's key: the key bounds
+			// the walk (SQLite "power_key<?", PostgreSQL
+			// "(power_key)::text < $6"), it does not filter it from the top.
+			below := regexp.MustCompile(`\b` + by.key + `(\)::text)? ?<`)
+			ran = nil
+			first, err := s.ListDelegates(context.Background(), dao, sortBy, "", 2)
+			if err != nil || first.Next == "" {
+				t.Fatalf("first page by %s: next %q, %v", sortBy, first.Next, err)
+			}
+			if _, err := s.ListDelegates(context.Background(), dao, sortBy, first.Next, 2); err != nil {
+				t.Fatal(err)
+			}
+			if len(ran) != 2 {
+				t.Fatalf("by %s: %d statements on delegates, want one a page", sortBy, len(ran))
+			}
+			for i, st := range ran {
+				got := plan(st)
+				whole := strings.Contains(got, "Seq Scan") || strings.Contains(got, "SCAN delegates")
+				sorts := strings.Contains(got, "Sort") || strings.Contains(got, "TEMP B-TREE")
+				if !strings.Contains(got, by.index) || whole || (i == 0 && sorts) || (i == 1 && !below.MatchString(got)) {
+					t.Errorf("by %s, page %d does not walk %s:\n%s\n%s", sortBy, i+1, by.index, st.sql, got)
+				}
+			}
 		}
 	})
 }

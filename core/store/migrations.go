@@ -22,6 +22,7 @@ var migrations = []*gormigrate.Migration{
 	{ID: "0007_notifications_trace_parent", Migrate: migrate0007, Rollback: rollback0007},
 	{ID: "0008_delegation", Migrate: migrate0008, Rollback: rollback0008},
 	{ID: "0009_token_events_keyed_by_log", Migrate: migrate0009, Rollback: rollback0009},
+	{ID: "0010_delegates_listing_indexes", Migrate: migrate0010, Rollback: rollback0010},
 }
 
 func (s *Store) migrate(ctx context.Context) error {
