@@ -159,19 +159,6 @@ func (p *plugin) put(inst *instance, healthy bool) {
 	<-p.slots
 }
 
-// closeIdle closes the instances waiting in the pool. A loaded plugin's
-// samples leave one behind (a Go plugin's is some 6 MB) that a plugin no
-// delivery calls would keep for nothing.
-func (p *plugin) closeIdle() {
-	p.mu.Lock()
-	idle := p.idle
-	p.idle = nil
-	p.mu.Unlock()
-	for _, inst := range idle {
-		inst.close()
-	}
-}
-
 // instance is one instantiated module with the state of the call it runs.
 type instance struct {
 	p       *plugin
