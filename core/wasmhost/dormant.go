@@ -61,13 +61,25 @@ func (h *Host) Asleep(name string) bool {
 	return p != nil && p.wasm != nil
 }
 
-// Wake compiles the plugin called name again if it is asleep.
+// Wake compiles the plugin called name if it is asleep, and starts an
+// instance of it if none is idle: a chain names it, and its first delivery
+// should not wait for a Go runtime to start (some 10 ms).
 func (h *Host) Wake(ctx context.Context, name string) error {
 	p, err := h.acquireAwake(ctx, name)
 	if err != nil {
 		return err
 	}
-	p.release()
+	defer p.release()
+	p.mu.Lock()
+	warm := len(p.idle) > 0
+	p.mu.Unlock()
+	if !warm {
+		inst, err := p.get(ctx)
+		if err != nil {
+			return fmt.Errorf("wake plugin %s: %w", name, err)
+		}
+		p.put(inst, true)
+	}
 	return nil
 }
 

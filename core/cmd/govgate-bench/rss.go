@@ -71,7 +71,10 @@ const (
 	rssAdmin         = "bench-admin-token"
 )
 
-var rssStores = flag.String("rss-stores", "postgres,sqlite", "stores the rss part runs govgate on, comma-separated: postgres, sqlite")
+var (
+	rssStores = flag.String("rss-stores", "postgres,sqlite", "stores the rss part runs govgate on, comma-separated: postgres, sqlite")
+	rssRounds = flag.Int("rss-rounds", 3, "rounds of each rss figure (each takes about 40 s)")
+)
 
 // rssResult is one round's memory figures of the govgate process, in MB:
 // VmRSS before the first notification, its peak once the start's leftovers
@@ -487,7 +490,7 @@ func procStatusMB(pid int, field string) (float64, error) {
 // rssBench reports rss_100k_pending_mb (PostgreSQL, the production store),
 // rss_100k_pending_mb_sqlite (the default store) and
 // rss_100k_pending_mb_chain (PostgreSQL, two Go plugins in the delivery
-// path): each the median of -rounds rounds, every round's figures on
+// path): each the median of -rss-rounds rounds, every round's figures on
 // stderr.
 func rssBench(ctx context.Context, tmp string, newDB func(name string) (string, error)) error {
 	dir := filepath.Join(tmp, "rss")
@@ -511,7 +514,7 @@ func rssBench(ctx context.Context, tmp string, newDB func(name string) (string, 
 		}
 		var peaks []float64
 		var each []string
-		for r := 0; r < *rounds; r++ {
+		for r := 0; r < *rssRounds; r++ {
 			rdir := filepath.Join(dir, fmt.Sprintf("round%d", r))
 			if err := os.MkdirAll(rdir, 0o700); err != nil {
 				return err
