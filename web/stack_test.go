@@ -66,7 +66,7 @@ func newStack(t *testing.T, contract bool, mutate ...func(*Config)) *stack {
 	}
 	admin := httpapi.NewAdmin(cfg)
 	log := slog.New(slog.DiscardHandler)
-	rest := httpapi.NewAPI(httpapi.APIConfig{DAOs: testDAOs, Logger: log, Routes: []func(*gin.Engine){httpapi.ProposalRoutes(st, testDAOs, log)}})
+	rest := httpapi.NewAPI(httpapi.APIConfig{DAOs: testDAOs, Logger: log, Routes: []func(*gin.Engine){httpapi.ProposalRoutes(st, testDAOs, log), httpapi.DelegateRoutes(st, testDAOs, log)}})
 	uc := Config{API: admin, REST: rest, Token: testToken}
 	for _, m := range mutate {
 		m(&uc)

@@ -31,8 +31,9 @@ type Config struct {
 	// it in-process with an "Authorization: Bearer Token" header.
 	API http.Handler
 	// REST is the public REST API (httpapi.NewAPI's handler), read in-process
-	// for the proposal pages and the overview's "Voting now" panel. Nil: those
-	// say that this build does not offer proposals to the admin page.
+	// for the proposal and delegate pages and the overview's "Voting now"
+	// panel. Nil: those say that this build does not offer them to the admin
+	// page.
 	REST http.Handler
 	// Token is the admin token operators sign in with; empty disables sign-in.
 	Token  string
@@ -61,9 +62,10 @@ type UI struct {
 	sessions *sessions
 	signins  *ipLimiter
 	now      func() time.Time
-	// perPage is how many proposals a page lists; tests make it small to
-	// page.
-	perPage int
+	// perPage is how many proposals or delegates a page lists, and
+	// detailRows how many delegators and votes the delegate page lists at
+	// once; tests make them small to page.
+	perPage, detailRows int
 }
 
 // Session and sign-in limits.
@@ -80,7 +82,7 @@ const (
 )
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
-var pageNames = []string{"signin", "overview", "proposals", "proposal", "webhooks", "webhook", "plugins", "notifications", "error"}
+var pageNames = []string{"signin", "overview", "proposals", "proposal", "delegates", "delegate", "webhooks", "webhook", "plugins", "notifications", "error"}
 
 // New returns the admin page.
 func New(cfg Config) (*UI, error) {
@@ -90,7 +92,7 @@ func New(cfg Config) (*UI, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	u := &UI{cfg: cfg, log: cfg.Logger, pages: map[string]*template.Template{}, now: time.Now, perPage: proposalsPage}
+	u := &UI{cfg: cfg, log: cfg.Logger, pages: map[string]*template.Template{}, now: time.Now, perPage: proposalsPage, detailRows: delegateRows}
 	u.sessions = newSessions(SessionIdle, func() time.Time { return u.now() })
 	u.signins = newIPLimiter()
 	for _, name := range pageNames {
@@ -118,6 +120,8 @@ func New(cfg Config) (*UI, error) {
 	m.HandleFunc("POST /admin/ui/signout", u.signOut)
 	m.HandleFunc("GET /admin/ui/proposals", u.signedIn(u.proposals))
 	m.HandleFunc("GET /admin/ui/proposals/{dao}/{id}", u.signedIn(u.proposal))
+	m.HandleFunc("GET /admin/ui/delegates", u.signedIn(u.delegates))
+	m.HandleFunc("GET /admin/ui/delegates/{dao}/{address}", u.signedIn(u.delegate))
 	m.HandleFunc("GET /admin/ui/webhooks", u.signedIn(u.webhooks))
 	m.HandleFunc("GET /admin/ui/webhooks/{id}", u.signedIn(u.webhook))
 	m.HandleFunc("POST /admin/ui/webhooks/{id}/{action}", u.changing(u.webhookAction))
