@@ -1,9 +1,11 @@
 package devchain
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -104,6 +106,39 @@ func (b *backend) Close() error {
 	}
 	err := b.beacon.Stop()
 	return errors.Join(err, b.node.Close())
+}
+
+// sender is the backend's client, whose SendTransaction waits for the pool
+// to see the head. go-ethereum's pool validates a transaction against its
+// own copy of the head state, which a goroutine of its own moves to each
+// new block; TxPool.Sync, which the beacon calls before sealing, may run
+// before that goroutine has taken the new head in. Right after a block, a
+// transaction that spends what the block gave its sender was refused with
+// "insufficient funds" as if the block were not there: under load,
+// TestRunActivity's GovernorAlpha proposer, funded in one block and
+// delegating in the next, failed so with a balance of 1 ether on chain.
+// Such a refusal is sent again after a Sync, which takes the new head in
+// once the pool's goroutine has, until the refusal is the chain's own.
+type sender struct {
+	*ethclient.Client
+	b *backend
+}
+
+// poolCatchUp bounds the wait for the pool to see the head: far above the
+// microseconds it takes, and short enough for a real refusal to surface.
+const poolCatchUp = 5 * time.Second
+
+func (s sender) SendTransaction(ctx context.Context, tx *types.Transaction) error {
+	deadline := time.Now().Add(poolCatchUp)
+	for {
+		err := s.Client.SendTransaction(ctx, tx)
+		if err == nil || !strings.Contains(err.Error(), gethcore.ErrInsufficientFunds.Error()) || time.Now().After(deadline) {
+			return err
+		}
+		if serr := s.b.eth.TxPool().Sync(); serr != nil {
+			return errors.Join(err, serr)
+		}
+	}
 }
 
 // Commit seals a block with the pending transactions.

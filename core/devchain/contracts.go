@@ -93,8 +93,11 @@ func mustArtifact(name string) *Artifact {
 }
 
 func (c *Chain) bound(name string, addr common.Address) *bind.BoundContract {
-	return bind.NewBoundContract(addr, mustArtifact(name).ABI, c.client, c.client, c.client)
+	return bind.NewBoundContract(addr, mustArtifact(name).ABI, c.client, c.sender(), c.client)
 }
+
+// sender is the client to send transactions through (backend.go's sender).
+func (c *Chain) sender() sender { return sender{c.client, c.backend} }
 
 func (c *Chain) txOpts(ctx context.Context, from int) *bind.TransactOpts {
 	o := bind.NewKeyedTransactor(c.keys[from], big.NewInt(ChainID))
@@ -113,7 +116,7 @@ func (c *Chain) deployLocked(ctx context.Context, name string, args ...any) (com
 	if opts.Nonce, err = c.nextNonce(ctx, 0); err != nil {
 		return common.Address{}, 0, fmt.Errorf("%s: %w", name, err)
 	}
-	addr, tx, err := bind.DeployContract(opts, a.Bytecode, c.client, input)
+	addr, tx, err := bind.DeployContract(opts, a.Bytecode, c.sender(), input)
 	if err != nil {
 		return common.Address{}, 0, fmt.Errorf("%s: %w", name, err)
 	}
@@ -254,7 +257,7 @@ func (c *Chain) sendValueLocked(ctx context.Context, from int, to common.Address
 	}
 	opts := c.txOpts(ctx, from)
 	opts.Nonce, opts.Value, opts.GasLimit = nonce, value, 21_000
-	tx, err := bind.NewBoundContract(to, abi.ABI{}, c.client, c.client, c.client).RawTransact(opts, nil)
+	tx, err := bind.NewBoundContract(to, abi.ABI{}, c.client, c.sender(), c.client).RawTransact(opts, nil)
 	if err != nil {
 		return fmt.Errorf("send %s wei to %s: %w", value, to, err)
 	}
