@@ -16,7 +16,9 @@ import (
 // proposals standing in every state that each governor reaches: defeated,
 // succeeded and never queued, queued, expired, executed, canceled, active
 // for minutes (GovernorAlpha's 40,320-block vote is moved along a chunk of
-// blocks a round). It returns ctx's error, or the first failure of a scene.
+// blocks a round); and, twice a cycle, delegation rounds that move voting
+// power on every DAO's token among accounts the other scenes do not use
+// (MoveDelegations). It returns ctx's error, or the first failure of a scene.
 // A later call goes on with the script where the last one stopped.
 func (c *Chain) RunActivity(ctx context.Context, every time.Duration) error {
 	t := time.NewTicker(every)
@@ -62,6 +64,7 @@ var scenes = []scene{
 	{"bravo cancel", func(ctx context.Context, c *Chain, round int) error {
 		return c.proposeAndCancel(ctx, c.Bravo, round)
 	}},
+	{"delegation", delegationScene},
 	{"oz4 late quorum", func(ctx context.Context, c *Chain, round int) error {
 		return c.Lifecycle(ctx, c.OZ4, round, true)
 	}},
@@ -74,9 +77,16 @@ var scenes = []scene{
 	{"standing states", func(ctx context.Context, c *Chain, round int) error {
 		return c.stageStanding(ctx)
 	}},
+	{"delegation", delegationScene},
 	{"alpha window", func(ctx context.Context, c *Chain, round int) error {
 		return c.alphaStep(ctx)
 	}},
+}
+
+// delegationScene is a round of MoveDelegations.
+func delegationScene(ctx context.Context, c *Chain, round int) error {
+	_, err := c.MoveDelegations(ctx, round)
+	return err
 }
 
 // stageStanding is StageAllStates on every DAO but GovernorAlpha, whose

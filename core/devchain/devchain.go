@@ -58,6 +58,13 @@ type Options struct {
 	// least 4). Account 0 deploys; every account holds and self-delegates the
 	// same share of the governance token.
 	Accounts int
+	// Delegators is how many accounts beyond the dev accounts the
+	// activity's delegation scene brings in (default 24): a few a round,
+	// each with a small stake from account 0. The scene moves voting power
+	// among them and the dev accounts past the sixth (MoveDelegations);
+	// nothing is sent to them before it first runs, so Start takes no
+	// longer.
+	Delegators int
 	// BlockGasLimit defaults to go-ethereum's default gas ceiling.
 	BlockGasLimit uint64
 	Logger        *slog.Logger
@@ -71,7 +78,9 @@ type Chain struct {
 	url     string
 	log     *slog.Logger
 	// keys and addrs are the dev accounts, then any staging proposers
-	// that StageAllStates added (see alphaProposers); c.mu guards them.
+	// that StageAllStates added (see alphaProposers), then the delegation
+	// scene's crowd (see setUpDelegation), account i's key being
+	// DevKey(i); c.mu guards them.
 	keys     []*ecdsa.PrivateKey
 	addrs    []common.Address
 	signer   types.Signer
@@ -101,7 +110,9 @@ type Chain struct {
 	// counts the activity's scenes. Both carry over from one RunActivity
 	// to the next, so that no proposal repeats an earlier one.
 	staged, round atomic.Uint64
-	alphaRun      *alphaWindow // the activity's GovernorAlpha proposals in voting
+	alphaRun      *alphaWindow    // the activity's GovernorAlpha proposals in voting
+	delegators    int             // Options.Delegators
+	delegation    *delegationPool // the delegation scene's accounts, once it ran
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -154,13 +165,19 @@ func Start(ctx context.Context, opts Options) (*Chain, error) {
 	if opts.Accounts < 4 {
 		return nil, fmt.Errorf("devchain: accounts: %d is fewer than 4", opts.Accounts)
 	}
+	if opts.Delegators == 0 {
+		opts.Delegators = defaultDelegators
+	}
+	if opts.Delegators < 0 {
+		return nil, fmt.Errorf("devchain: delegators: %d is negative", opts.Delegators)
+	}
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c := &Chain{log: opts.Logger, stop: make(chan struct{}), unsealed: map[int]uint64{}, holders: opts.Accounts}
+	c := &Chain{log: opts.Logger, stop: make(chan struct{}), unsealed: map[int]uint64{}, holders: opts.Accounts, delegators: opts.Delegators}
 	alloc := types.GenesisAlloc{}
 	for i := range opts.Accounts {
 		key := DevKey(i)

@@ -161,6 +161,9 @@ func TestRunActivity(t *testing.T) {
 			t.Errorf("no %s in %v", k, seen)
 		}
 	}
+	if c.delegation == nil || c.delegation.joined == 0 {
+		t.Error("the delegation scene did not run")
+	}
 }
 
 // lateContext is a context caught between its deadline and the firing of its

@@ -367,7 +367,8 @@ func mustVote(p *Proposal, voter int, support uint8, reason string) txCall {
 // proposal: the dev accounts, then, when there are fewer than n, staging
 // proposers (dev keys past Options.Accounts, not in Accounts) to which
 // account 0 gives 1 ETH and just over the proposal threshold of UNI, which
-// they delegate to themselves.
+// they delegate to themselves. n is at most sceneAccounts(): the accounts
+// after those are the delegation scene's, which hold no such stake.
 func (c *Chain) alphaProposers(ctx context.Context, n int) ([]int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
