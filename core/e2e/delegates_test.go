@@ -58,11 +58,13 @@ func tokenTruth(t *testing.T, gw *chain.Gateway, token, account common.Address, 
 
 // TestServedDelegationIsTheTokens moves voting power around on every dev
 // DAO's token — re-delegations, delegating away, undelegating, transfers
-// between holders with different delegates — indexes it into a real store,
-// and compares, for every account that ever delegated or held power, the
-// voting power and delegate the REST API serves with the token's own
-// getVotes (getCurrentVotes on Uniswap's) and delegates() at the indexed
-// block: also after a reorganisation that undoes a re-delegation.
+// between holders with different delegates, then rounds of the dev
+// activity's delegation scene among the spare dev accounts and its crowd
+// (devchain.MoveDelegations) — indexes it into a real store, and
+// compares, for every account that ever delegated or held power, the voting
+// power and delegate the REST API serves with the token's own getVotes
+// (getCurrentVotes on Uniswap's) and delegates() at the indexed block: also
+// after a reorganisation that undoes a re-delegation.
 func TestServedDelegationIsTheTokens(t *testing.T) {
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
@@ -100,6 +102,24 @@ func TestServedDelegationIsTheTokens(t *testing.T) {
 			}
 		}
 	}
+	// Then the rounds of the activity's delegation scene: newcomers, first
+	// delegations, re-delegation chains, returns to self, undelegations,
+	// transfers to and from holders without a delegate, on every token.
+	scene := map[common.Address]bool{}
+	moves := map[string]int{}
+	for round := range 4 {
+		r, err := c.MoveDelegations(ctx, round)
+		if err != nil {
+			t.Fatalf("delegation round %d: %v", round, err)
+		}
+		for _, a := range r.Accounts {
+			scene[a] = true
+		}
+		for _, m := range r.Moves {
+			moves[m.Kind]++
+		}
+	}
+	t.Logf("delegation scene: %d accounts, moves %v", len(scene), moves)
 
 	for _, b := range []struct {
 		name string
@@ -140,6 +160,9 @@ func TestServedDelegationIsTheTokens(t *testing.T) {
 					block := new(big.Int).SetUint64(cur.Block)
 					accounts := map[common.Address]bool{}
 					for _, a := range accts {
+						accounts[a] = true
+					}
+					for a := range scene {
 						accounts[a] = true
 					}
 					var list struct {
