@@ -127,14 +127,19 @@ func TestIndexerFailover(t *testing.T) {
 // checkTimeDriven checks, on what a process serves, that every proposal
 // created after a DAO's notify-from block got its time-driven notifications
 // exactly once: proposal.active once it left pending (unless canceled),
-// and one closing outcome once voting ended, matching its state.
+// one closing outcome once voting ended, matching its state,
+// proposal.expired once it expired, and proposal.ending_soon at most once
+// per lead.
 func checkTimeDriven(t *testing.T, p *proc, c *devchain.Chain) {
 	t.Helper()
 	_, body := do(t, "GET", "http://"+p.admin+"/admin/api/notifications?limit=500", adminToken, nil)
 	var list struct {
 		Items []struct {
 			ID, Type, DAO string
-			Data          struct{ ProposalID string }
+			Data          struct {
+				ProposalID  string
+				LeadSeconds int64
+			}
 		}
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
@@ -143,6 +148,13 @@ func checkTimeDriven(t *testing.T, p *proc, c *devchain.Chain) {
 	count := map[string]int{} // dao/proposal/type
 	for _, n := range list.Items {
 		count[n.DAO+"/"+n.Data.ProposalID+"/"+n.Type]++
+		if n.Type == "proposal.ending_soon" {
+			// One per lead: the same lead twice is a duplicate.
+			lead := fmt.Sprintf("%s/%s/%s/%d", n.DAO, n.Data.ProposalID, n.Type, n.Data.LeadSeconds)
+			if count[lead]++; count[lead] > 1 {
+				t.Errorf("%s proposal %s: proposal.ending_soon for the %d s lead twice", n.DAO, n.Data.ProposalID, n.Data.LeadSeconds)
+			}
+		}
 	}
 	checked := 0
 	for _, d := range c.DAOs() {
@@ -182,6 +194,13 @@ func checkTimeDriven(t *testing.T, p *proc, c *devchain.Chain) {
 			}
 			if pr.State == "defeated" && count[key+"proposal.defeated"] != 1 {
 				t.Errorf("%s proposal %s defeated without proposal.defeated", d.Slug, pr.ProposalID)
+			}
+			wantExpired := 0
+			if pr.State == "expired" {
+				wantExpired = 1
+			}
+			if n := count[key+"proposal.expired"]; n != wantExpired {
+				t.Errorf("%s proposal %s (%s): %d proposal.expired, want %d", d.Slug, pr.ProposalID, pr.State, n, wantExpired)
 			}
 			checked++
 		}
