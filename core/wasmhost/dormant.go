@@ -84,51 +84,76 @@ func (h *Host) Wake(ctx context.Context, name string) error {
 }
 
 // acquireAwake is acquire for a call: a sleeping plugin is woken first.
+// A call that found a plugin asleep runs on the version it found, even when
+// a reload replaces it while it compiles (calls already running finish on
+// the version they started with, as on any replacement).
 func (h *Host) acquireAwake(ctx context.Context, name string) (*plugin, error) {
-	// A plugin put to sleep again between its waking and the acquire
-	// below is woken again; twice in a row is not worth a third try.
+	// A plugin that another caller woke and that was put to sleep again
+	// before the acquire below is woken again; twice in a row is not worth
+	// a third try.
 	for range 3 {
 		p, err := h.acquire(name)
 		if err != nil || p.wasm == nil {
 			return p, err
 		}
-		err = h.wake(ctx, p)
+		awake, err := h.wake(ctx, p)
 		p.release()
 		if err != nil {
 			return nil, fmt.Errorf("wake plugin %s: %w", name, err)
+		}
+		if awake != nil {
+			return awake, nil
 		}
 	}
 	return nil, fmt.Errorf("plugin %s: put to sleep as fast as it is woken", name)
 }
 
-// wake puts a compiled plugin in place of the sleeping stub, unless another
-// caller did.
-func (h *Host) wake(ctx context.Context, stub *plugin) error {
+// wake puts a compiled plugin in place of the sleeping stub and returns it
+// held for the caller, or nil when another caller woke the stub (acquire
+// again). A stub replaced while it compiled is not brought back: what was
+// compiled serves this caller alone and goes when the caller releases it.
+// Before this, such a caller tried the replacement, which under a run of
+// reloads was replaced in turn while it compiled, and the call failed
+// (TestReload on a loaded machine).
+func (h *Host) wake(ctx context.Context, stub *plugin) (*plugin, error) {
 	// One waker per sleeping plugin; the others wait for it.
 	stub.wakeMu.Lock()
 	defer stub.wakeMu.Unlock()
 	if stub.woken {
-		return nil
+		return nil, nil
 	}
 	awake, err := h.compileAwake(ctx, stub)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	if afterWakeCompile != nil {
+		afterWakeCompile()
+	}
+	awake.hold() // the caller's reference
 	h.mu.Lock()
-	if h.closed || h.plugins[stub.info.Name] != stub {
-		// Closed or replaced meanwhile: what was compiled is not kept.
+	switch {
+	case h.closed:
 		h.mu.Unlock()
+		awake.release()
 		awake.retire()
+		return nil, ErrClosed
+	case h.plugins[stub.info.Name] != stub:
+		h.mu.Unlock()
 		stub.woken = true
-		return nil
+		awake.retire() // the caller's reference is the last
+		return awake, nil
 	}
 	h.plugins[stub.info.Name] = awake
 	h.mu.Unlock()
 	stub.woken = true
 	stub.retire()
 	h.log.Debug("plugin woken", "plugin", stub.info.Name)
-	return nil
+	return awake, nil
 }
+
+// afterWakeCompile, when set (by tests), runs between a wake's compilation
+// and its taking the place of the sleeping plugin.
+var afterWakeCompile func()
 
 // compileAwake compiles a sleeping plugin's binary into a plugin ready for
 // calls, with the metadata it was loaded with.

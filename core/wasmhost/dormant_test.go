@@ -103,3 +103,52 @@ func TestLoadedAsleep(t *testing.T) {
 		t.Error("woke a plugin that is not loaded")
 	}
 }
+
+// TestCallOnAPluginReplacedWhileWaking: a call that finds a plugin asleep
+// runs on that version even when reloads replace it while it compiles, as
+// TestReload's calls did on a loaded machine, and what was compiled for
+// the call alone is freed when it ends.
+func TestCallOnAPluginReplacedWhileWaking(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t, Config{PoolSize: 2})
+	a := hostileWasm(t)
+	b := append(append([]byte(nil), a...), customSection("govgate-test", "v2")...)
+	info := load(t, h, a)
+	if err := h.Sleep(info.Name, a); err != nil {
+		t.Fatal(err)
+	}
+	n := notification("proposal.created", "uniswap")
+	nb := body(t, n)
+	chain := []Entry{{Plugin: info.Name, Config: mode("ok")}}
+
+	// Every wake's compilation is outrun by a reload, more times than a
+	// caller would try the replacement.
+	reloads := 0
+	afterWakeCompile = func() {
+		reloads++
+		wasm := a
+		if reloads%2 == 1 {
+			wasm = b
+		}
+		if _, err := h.Load(ctx, wasm); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { afterWakeCompile = nil })
+	if res := h.RunChain(ctx, chain, n, nb); !res.Keep {
+		t.Fatalf("a call on a plugin replaced while it woke: %+v", res)
+	}
+	afterWakeCompile = nil
+	if reloads == 0 {
+		t.Fatal("the call did not wake the plugin")
+	}
+	if !h.Asleep(info.Name) {
+		t.Error("the replacement was woken by a call that ran on the version it found")
+	}
+	if got := h.Stats().Instances; got != 0 {
+		t.Errorf("%d instances alive after the call: what was compiled for it alone was kept", got)
+	}
+	if res := h.RunChain(ctx, chain, n, nb); !res.Keep {
+		t.Fatalf("a call on the replacement: %+v", res)
+	}
+}
