@@ -28,9 +28,45 @@ type deliveryRow struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	CompletedAt    *time.Time
+	// A succeeded delivery keeps its successful attempt here rather than in
+	// the attempt log (migration 0011); deliveries that succeeded before it
+	// have theirs in the log and SuccessStartedAt nil.
+	SuccessStartedAt   *time.Time
+	SuccessDurationMs  float64
+	SuccessResponse    string
+	SuccessPluginTrace string
 }
 
 func (deliveryRow) TableName() string { return "deliveries" }
+
+// successAttempt is the successful attempt a succeeded delivery keeps in its
+// row, or nil: the last entry of its attempt log.
+func (r deliveryRow) successAttempt() *core.Attempt {
+	if r.SuccessStartedAt == nil || r.State != string(core.DeliverySucceeded) {
+		return nil
+	}
+	return &core.Attempt{
+		Number: r.Attempts, StartedAt: r.SuccessStartedAt.UTC(), DurationMs: r.SuccessDurationMs, StatusCode: r.LastStatus,
+		Outcome: string(core.OutcomeSucceeded), ResponseExcerpt: r.SuccessResponse, PluginTrace: r.SuccessPluginTrace,
+	}
+}
+
+// successColumns are the success_* values of a result: its attempt for a
+// success, none for any other outcome.
+type successColumns struct {
+	startedAt  *time.Time
+	durationMs float64
+	response   string
+	trace      string
+}
+
+func successOf(r core.AttemptResult) successColumns {
+	if r.Outcome != core.OutcomeSucceeded {
+		return successColumns{}
+	}
+	a := newAttemptRow(r)
+	return successColumns{startedAt: &a.StartedAt, durationMs: a.DurationMs, response: a.ResponseExcerpt, trace: a.PluginTrace}
+}
 
 func (r deliveryRow) domain() core.Delivery {
 	return core.Delivery{
@@ -367,7 +403,9 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 			if r.Outcome == core.OutcomeDropped && r.PluginTrace == "" {
 				continue
 			}
-			attempts = append(attempts, newAttemptRow(r))
+			if r.Outcome != core.OutcomeSucceeded { // a success stays in its delivery's row
+				attempts = append(attempts, newAttemptRow(r))
+			}
 			if r.Outcome == core.OutcomeDropped {
 				continue
 			}
@@ -479,26 +517,32 @@ func (s *Store) completeSucceeded(ctx context.Context, results []core.AttemptRes
 	n := len(results)
 	ids, status := make([]int64, n), make([]int32, n)
 	tokens, states, errs := make([]string, n), make([]string, n), make([]string, n)
-	attempts := make([]attemptRow, 0, n)
+	started, duration := make([]*time.Time, n), make([]float64, n)
+	response, trace := make([]string, n), make([]string, n)
+	attempts := make([]attemptRow, 0)
 	for i, r := range results {
 		j := r.Job
 		ids[i], tokens[i], status[i], errs[i] = j.DeliveryID, j.LeaseToken, int32(r.StatusCode), truncate(r.Error, 1024)
 		states[i] = string(core.DeliverySucceeded)
 		if r.Outcome == core.OutcomeDropped {
 			states[i] = string(core.DeliveryDropped)
-			if r.PluginTrace == "" {
-				continue // nothing ran that is worth a log entry
+			if r.PluginTrace != "" { // else nothing ran that is worth a log entry
+				attempts = append(attempts, newAttemptRow(r))
 			}
+			continue
 		}
-		attempts = append(attempts, newAttemptRow(r))
+		sc := successOf(r)
+		started[i], duration[i], response[i], trace[i] = sc.startedAt, sc.durationMs, sc.response, sc.trace
 	}
 	// The same lease check and states as finishDeliveries; a success
 	// rewrites its webhook's row at most once a second, as in Complete, and
 	// webhooks are locked in id order (a sorted array through the primary
 	// key) so that concurrent batches of several processes do not deadlock;
 	// were one to, PostgreSQL aborts it and the dispatcher retries the batch.
-	const q = `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $17::text[]) AS v(id, token, state, status, err)),
-		f AS (UPDATE deliveries SET state = v.state, next_attempt_at = $5, completed_at = $5, lease_token = '', last_status = v.status, last_error = v.err, updated_at = $5
+	const q = `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $17::text[], $18::timestamptz[], $19::float8[], $20::text[], $21::text[])
+			AS v(id, token, state, status, err, s_started, s_duration, s_response, s_trace)),
+		f AS (UPDATE deliveries SET state = v.state, next_attempt_at = $5, completed_at = $5, lease_token = '', last_status = v.status, last_error = v.err, updated_at = $5,
+				success_started_at = v.s_started, success_duration_ms = v.s_duration, success_response = v.s_response, success_plugin_trace = v.s_trace
 			FROM v WHERE deliveries.id = v.id AND deliveries.lease_token = v.token
 			RETURNING deliveries.id, deliveries.webhook_id, deliveries.state),
 		a AS (INSERT INTO delivery_attempts (delivery_id, webhook_id, number, started_at, duration_ms, status_code, outcome, error, response_excerpt, plugin_trace)
@@ -509,7 +553,7 @@ func (s *Store) completeSucceeded(ctx context.Context, results []core.AttemptRes
 			WHERE id = ANY(ARRAY(SELECT DISTINCT webhook_id FROM f WHERE state = 'succeeded' ORDER BY 1))
 				AND (consecutive_failures <> 0 OR failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < $16))
 		SELECT id FROM f`
-	args := append(append([]any{ids, tokens, states, status, now}, attemptArrays(attempts)...), now.Add(-time.Second), errs)
+	args := append(append([]any{ids, tokens, states, status, now}, attemptArrays(attempts)...), now.Add(-time.Second), errs, started, duration, response, trace)
 	held := make(map[int64]bool, n)
 	err := s.pgBatch(ctx, func(c *pgx.Conn) error {
 		b := &pgx.Batch{}
@@ -629,7 +673,9 @@ func (s *Store) finishDeliveries(tx *gorm.DB, results []core.AttemptResult, now 
 	ids, status := make([]int64, n), make([]int32, n)
 	tokens, states, errs := make([]string, n), make([]string, n), make([]string, n)
 	next := make([]time.Time, n)
+	success := make([]successColumns, n)
 	for i, r := range results {
+		success[i] = successOf(r)
 		state, at := "", now
 		switch r.Outcome {
 		case core.OutcomeSucceeded:
@@ -649,14 +695,21 @@ func (s *Store) finishDeliveries(tx *gorm.DB, results []core.AttemptResult, now 
 	if s.dialect != Postgres {
 		stmt, err := txPrepare(tx, `UPDATE deliveries SET state = ?, next_attempt_at = ?,
 			completed_at = CASE WHEN ? = 'pending' THEN NULL ELSE ? END,
-			lease_token = '', last_status = ?, last_error = ?, updated_at = ?
+			lease_token = '', last_status = ?, last_error = ?, updated_at = ?,
+			success_started_at = ?, success_duration_ms = ?, success_response = ?, success_plugin_trace = ?
 			WHERE id = ? AND lease_token = ?`)
 		if err != nil {
 			return nil, fmt.Errorf("update deliveries: %w", err)
 		}
 		defer stmt.Close()
 		for i := range results {
-			res, err := stmt.ExecContext(tx.Statement.Context, states[i], next[i], states[i], next[i], status[i], errs[i], now, ids[i], tokens[i])
+			sc := success[i]
+			var startedAt any // a typed nil is not NULL to every driver
+			if sc.startedAt != nil {
+				startedAt = *sc.startedAt
+			}
+			res, err := stmt.ExecContext(tx.Statement.Context, states[i], next[i], states[i], next[i], status[i], errs[i], now,
+				startedAt, sc.durationMs, sc.response, sc.trace, ids[i], tokens[i])
 			if err != nil {
 				return nil, fmt.Errorf("update deliveries: %w", err)
 			}
@@ -668,13 +721,20 @@ func (s *Store) finishDeliveries(tx *gorm.DB, results []core.AttemptResult, now 
 		}
 		return held, nil
 	}
-	query := `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::int[], $6::text[]) AS v(id, token, state, next_at, status, err))
+	started, duration := make([]*time.Time, n), make([]float64, n)
+	response, trace := make([]string, n), make([]string, n)
+	for i, sc := range success {
+		started[i], duration[i], response[i], trace[i] = sc.startedAt, sc.durationMs, sc.response, sc.trace
+	}
+	query := `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::int[], $6::text[], $8::timestamptz[], $9::float8[], $10::text[], $11::text[])
+			AS v(id, token, state, next_at, status, err, s_started, s_duration, s_response, s_trace))
 		UPDATE deliveries SET state = v.state, next_attempt_at = v.next_at,
 		completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE v.next_at END,
-		lease_token = '', last_status = v.status, last_error = v.err, updated_at = $7
+		lease_token = '', last_status = v.status, last_error = v.err, updated_at = $7,
+		success_started_at = v.s_started, success_duration_ms = v.s_duration, success_response = v.s_response, success_plugin_trace = v.s_trace
 		FROM v WHERE deliveries.id = v.id AND deliveries.lease_token = v.token
 		RETURNING deliveries.id`
-	rows, err := txQuerier(tx).QueryContext(tx.Statement.Context, query, ids, tokens, states, next, status, errs, now)
+	rows, err := txQuerier(tx).QueryContext(tx.Statement.Context, query, ids, tokens, states, next, status, errs, now, started, duration, response, trace)
 	if err != nil {
 		return nil, fmt.Errorf("update deliveries: %w", err)
 	}
@@ -712,8 +772,18 @@ func (s *Store) Replay(ctx context.Context, id int64) (core.Delivery, error) {
 		if wh.State != string(core.WebhookActive) {
 			return core.Errorf(core.ECodeConflict, "webhook %d is deactivated; reactivate it before replaying", wh.ID)
 		}
+		if a := row.successAttempt(); a != nil {
+			// The round about to start rewrites the row's success: the one
+			// it holds joins the attempt log first.
+			if err := s.insertAttempts(tx, []attemptRow{{DeliveryID: row.ID, WebhookID: row.WebhookID, Number: a.Number, StartedAt: a.StartedAt,
+				DurationMs: a.DurationMs, StatusCode: a.StatusCode, Outcome: a.Outcome, ResponseExcerpt: a.ResponseExcerpt, PluginTrace: a.PluginTrace}}); err != nil {
+				return err
+			}
+		}
 		now := s.now()
-		res := tx.Exec(`UPDATE deliveries SET state = ?, attempts = 0, next_attempt_at = ?, completed_at = NULL, lease_token = '', updated_at = ? WHERE id = ? AND state = ?`,
+		res := tx.Exec(`UPDATE deliveries SET state = ?, attempts = 0, next_attempt_at = ?, completed_at = NULL, lease_token = '', updated_at = ?,
+			success_started_at = NULL, success_duration_ms = 0, success_response = '', success_plugin_trace = ''
+			WHERE id = ? AND state = ?`,
 			string(core.DeliveryPending), now, now, id, row.State)
 		if res.Error != nil {
 			return res.Error
@@ -809,6 +879,9 @@ func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, state core.
 	items = make([]core.DeliveryDetail, len(rows))
 	for i, r := range rows {
 		log := byDelivery[r.ID]
+		if a := r.successAttempt(); a != nil {
+			log = append(log, *a)
+		}
 		if log == nil {
 			log = []core.Attempt{}
 		}

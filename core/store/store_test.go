@@ -727,3 +727,114 @@ func TestListDeliveriesMergesQueueAndHistory(t *testing.T) {
 		}
 	})
 }
+
+// TestSuccessKeptInItsRow: a delivery's successful attempt is kept in its
+// own row (migration 0011), not the attempt log, and read back as the log's
+// last entry, whether the batch took PostgreSQL's all-success statement or
+// the general path (a batch with a failure); a replay moves it into the log
+// before the new round, whose success takes its place.
+func TestSuccessKeptInItsRow(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store, _ string) {
+		ctx := context.Background()
+		a, _, _ := s.RegisterWebhook(ctx, "https://a.example.com/", "whsec_a")
+		b, _, _ := s.RegisterWebhook(ctx, "https://b.example.com/", "whsec_b")
+		s.CreateNotification(ctx, notification("n1"), "admin")
+		jobs, _ := s.Claim(ctx, 10, time.Minute, nil)
+		if len(jobs) != 2 {
+			t.Fatalf("claimed %d", len(jobs))
+		}
+		byHook := map[int64]core.Job{}
+		for _, j := range jobs {
+			byHook[j.WebhookID] = j
+		}
+		at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		success := func(j core.Job, excerpt string) core.AttemptResult {
+			return core.AttemptResult{Job: j, Outcome: core.OutcomeSucceeded, StartedAt: at, Duration: 7 * time.Millisecond,
+				StatusCode: 200, ResponseExcerpt: excerpt, PluginTrace: `[{"plugin":"p"}]`}
+		}
+		// a: a retry, then a success alone in its batch; b: a success in a
+		// batch with a failure.
+		if _, err := s.Complete(ctx, []core.AttemptResult{{Job: byHook[a.ID], Outcome: core.OutcomeRetry, StartedAt: at, StatusCode: 500,
+			Error: "status 500", NextAttemptAt: time.Now().Add(-time.Second)}}, 0); err != nil {
+			t.Fatal(err)
+		}
+		s.RegisterWebhook(ctx, "https://c.example.com/", "whsec_c")
+		s.CreateNotification(ctx, notification("n2"), "admin")
+		more, _ := s.Claim(ctx, 10, time.Minute, nil)
+		var retried, bFail, cJob core.Job
+		for _, j := range more {
+			switch {
+			case j.WebhookID == a.ID && j.Notification.ID == "n1":
+				retried = j
+			case j.WebhookID == b.ID:
+				bFail = j
+			case j.Notification.ID == "n2" && j.WebhookID != a.ID:
+				cJob = j
+			}
+		}
+		if retried.DeliveryID == 0 || bFail.DeliveryID == 0 || cJob.DeliveryID == 0 {
+			t.Fatalf("claimed %+v", more)
+		}
+		if _, err := s.Complete(ctx, []core.AttemptResult{success(retried, "second time")}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Complete(ctx, []core.AttemptResult{success(byHook[b.ID], "b ok"),
+			{Job: bFail, Outcome: core.OutcomeFailed, StartedAt: at, StatusCode: 500, Error: "status 500"}}, 0); err != nil {
+			t.Fatal(err)
+		}
+		logOf := func(webhookID, deliveryID int64) []core.Attempt {
+			t.Helper()
+			list, _, err := s.ListDeliveries(ctx, webhookID, "", core.Page{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range list {
+				if d.ID == deliveryID {
+					return d.AttemptLog
+				}
+			}
+			t.Fatalf("delivery %d not listed", deliveryID)
+			return nil
+		}
+		want := func(log []core.Attempt, outcomes ...string) {
+			t.Helper()
+			var got []string
+			for _, a := range log {
+				got = append(got, fmt.Sprintf("%d:%s", a.Number, a.Outcome))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(outcomes) {
+				t.Fatalf("attempt log %v, want %v", got, outcomes)
+			}
+		}
+		log := logOf(a.ID, retried.DeliveryID)
+		want(log, "1:retry", "2:succeeded")
+		if s := log[1]; s.StatusCode != 200 || s.ResponseExcerpt != "second time" || s.DurationMs != 7 || !s.StartedAt.Equal(at) || s.PluginTrace != `[{"plugin":"p"}]` {
+			t.Fatalf("success read back as %+v", s)
+		}
+		want(logOf(b.ID, byHook[b.ID].DeliveryID), "1:succeeded")
+
+		// A replay: the success joins the log, the new round's takes its place.
+		if _, err := s.Replay(ctx, retried.DeliveryID); err != nil {
+			t.Fatal(err)
+		}
+		want(logOf(a.ID, retried.DeliveryID), "1:retry", "2:succeeded")
+		again, _ := s.Claim(ctx, 10, time.Minute, nil)
+		var replayed core.Job
+		for _, j := range again {
+			if j.DeliveryID == retried.DeliveryID {
+				replayed = j
+			}
+		}
+		if replayed.Attempt != 1 {
+			t.Fatalf("replayed job %+v", replayed)
+		}
+		if _, err := s.Complete(ctx, []core.AttemptResult{success(replayed, "replayed")}, 0); err != nil {
+			t.Fatal(err)
+		}
+		log = logOf(a.ID, retried.DeliveryID)
+		want(log, "1:retry", "2:succeeded", "1:succeeded")
+		if log[1].ResponseExcerpt != "second time" || log[2].ResponseExcerpt != "replayed" {
+			t.Fatalf("after the replay: %+v", log)
+		}
+	})
+}
