@@ -43,6 +43,16 @@ type Transformer interface {
 	Transform(ctx context.Context, job core.Job) (TransformResult, error)
 }
 
+// Preparer is a Transformer that can start its work on a notification before
+// a worker takes one of its deliveries. The dispatcher calls Prepare, which
+// must not block, with the first job of each notification it is handed or
+// claims: a global chain's outcome, which every delivery of the
+// notification shares, is then computed off the workers' path instead of by
+// the first worker while the others holding its deliveries wait for it.
+type Preparer interface {
+	Prepare(job core.Job)
+}
+
 // TransformResult is the outcome of a plugin chain for one delivery.
 type TransformResult struct {
 	Keep        bool
@@ -445,6 +455,13 @@ func (d *Dispatcher) Hand(r core.Reservation, jobs []core.Job) {
 		d.jobs <- task{job: j, pool: pool}
 	}
 	d.mu.Unlock()
+	if p, ok := d.cfg.Transformer.(Preparer); ok && len(surplus) < len(jobs) {
+		for i, j := range jobs {
+			if i == 0 || j.Notification.ID != jobs[i-1].Notification.ID {
+				p.Prepare(j)
+			}
+		}
+	}
 	if len(jobs) < r.N || len(surplus) > 0 {
 		select {
 		case d.slotFree <- struct{}{}:

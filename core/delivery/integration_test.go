@@ -415,3 +415,41 @@ func (q *claimCounter) Claim(ctx context.Context, limit int, lease time.Duration
 func caOf(srv *httptest.Server) []byte {
 	return pemOf(srv.Certificate().Raw)
 }
+
+// preparer is a transformer that keeps everything and records Prepare.
+type preparer struct {
+	mu       sync.Mutex
+	prepared []string // notification ids, in order
+}
+
+func (p *preparer) Prepare(j core.Job) {
+	p.mu.Lock()
+	p.prepared = append(p.prepared, j.Notification.ID)
+	p.mu.Unlock()
+}
+
+func (p *preparer) Transform(context.Context, core.Job) (delivery.TransformResult, error) {
+	return delivery.TransformResult{Keep: true}, nil
+}
+
+// TestPrepareOncePerNotification: a transformer that is a Preparer hears of
+// each notification once when its deliveries are handed to the dispatcher,
+// however many webhooks it fans out to, before they are attempted.
+func TestPrepareOncePerNotification(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	p := &preparer{}
+	r := newRig(t, true, pemOf(srv.Certificate().Raw), 4, func(c *delivery.Config) { c.Transformer = p })
+	for i := range 3 {
+		r.st.RegisterWebhook(context.Background(), fmt.Sprintf("%s/hook/%d", srv.URL, i), "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	}
+	r.notify(t, "n1")
+	r.notify(t, "n2")
+	waitUntil(t, "six deliveries", func() bool { return hits.Load() == 6 })
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if fmt.Sprint(p.prepared) != "[n1 n2]" {
+		t.Fatalf("prepared %v, want each notification once", p.prepared)
+	}
+}

@@ -515,6 +515,20 @@ func (m *Manager) Apply(ctx context.Context, n core.Notification, body []byte, w
 	return m.apply(ctx, chain, len(own) > 0, n, body)
 }
 
+// Prepare computes the global chain's outcome for notification n on a
+// goroutine of its own, for Apply to find when a worker takes one of n's
+// deliveries. It returns at once; without a global chain it does nothing.
+func (m *Manager) Prepare(n core.Notification, body []byte) {
+	global := (*m.chains.Load())[core.GlobalChain]
+	if len(global) == 0 {
+		return
+	}
+	go func() {
+		// A failure is Apply's to report: it computes the outcome again.
+		m.apply(context.Background(), global, false, n, body)
+	}()
+}
+
 // apply runs chain, which is the global chain alone unless own.
 func (m *Manager) apply(ctx context.Context, chain []wasmhost.Entry, own bool, n core.Notification, body []byte) (Outcome, error) {
 	e := m.batch(n, body)

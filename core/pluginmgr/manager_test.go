@@ -330,3 +330,53 @@ func TestUncompilableSchema(t *testing.T) {
 		t.Fatalf("a refused chain was stored: %+v", chain)
 	}
 }
+
+// TestPrepareComputesTheGlobalOutcomeAhead: Prepare runs the global chain
+// for a notification off the caller's path; the deliveries that follow,
+// to webhooks without a chain of their own, get that outcome without
+// another plugin call, and one with its own chain still runs that chain.
+func TestPrepareComputesTheGlobalOutcomeAhead(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t, filepath.Join(t.TempDir(), "p.db"))
+	m, host := newManager(t, st, "")
+	if _, err := m.Upload(ctx, watPlugin(t)); err != nil {
+		t.Fatal(err)
+	}
+	vote := note(core.TypeVoteCast)
+	body, _ := json.Marshal(vote)
+	calls := func() uint64 { return host.Stats().Calls }
+
+	before := calls()
+	m.Prepare(vote, body) // no global chain: nothing runs
+	if err := m.SetChain(ctx, core.GlobalChain, []core.ChainEntry{{Plugin: "wat-type-filter", Config: json.RawMessage(`{"types":["vote.cast"]}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetChain(ctx, 7, []core.ChainEntry{{Plugin: "wat-type-filter", Config: json.RawMessage(`{"types":["proposal.created"]}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls(); got != before {
+		t.Fatalf("Prepare without a global chain made %d calls", got-before)
+	}
+	m.Prepare(vote, body)
+	deadline := time.Now().Add(5 * time.Second)
+	for calls() == before && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	prepared := calls()
+	if prepared != before+1 {
+		t.Fatalf("Prepare made %d plugin calls, want 1", prepared-before)
+	}
+	for _, webhook := range []int64{1, 2, 3} {
+		out, err := m.Apply(ctx, vote, body, webhook)
+		if err != nil || !out.Keep {
+			t.Fatalf("webhook %d: %+v %v", webhook, out, err)
+		}
+	}
+	if got := calls(); got != prepared {
+		t.Fatalf("deliveries after Prepare made %d more plugin calls", got-prepared)
+	}
+	// Webhook 7's chain runs after the global one, whose step it finds done.
+	if out, err := m.Apply(ctx, vote, body, 7); err != nil || out.Keep || calls() != prepared+1 {
+		t.Fatalf("a webhook's own chain: %+v %v, %d calls", out, err, calls()-prepared)
+	}
+}

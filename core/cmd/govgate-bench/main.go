@@ -711,6 +711,9 @@ func pluginChain(ctx context.Context, tmp string) (withPlugins, error) {
 
 type transformer struct{ mgr *pluginmgr.Manager }
 
+// Prepare starts the global chain of j's notification (delivery.Preparer).
+func (t transformer) Prepare(j core.Job) { t.mgr.Prepare(j.Notification, j.Body) }
+
 func (t transformer) Transform(ctx context.Context, j core.Job) (delivery.TransformResult, error) {
 	out, err := t.mgr.Apply(ctx, j.Notification, j.Body, j.WebhookID)
 	return delivery.TransformResult{Keep: out.Keep, Body: out.Body, ContentType: out.ContentType, Trace: out.Trace, DropReason: out.DropReason}, err

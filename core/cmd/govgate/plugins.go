@@ -53,6 +53,9 @@ func (p *pluginService) Transformer() delivery.Transformer { return transformer{
 
 type transformer struct{ mgr *pluginmgr.Manager }
 
+// Prepare starts the global chain of j's notification (delivery.Preparer).
+func (t transformer) Prepare(j core.Job) { t.mgr.Prepare(j.Notification, j.Body) }
+
 func (t transformer) Transform(ctx context.Context, j core.Job) (delivery.TransformResult, error) {
 	out, err := t.mgr.Apply(ctx, j.Notification, j.Body, j.WebhookID)
 	if err != nil {
