@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
 
@@ -22,16 +21,9 @@ func TestBrowserDelegates(t *testing.T) {
 	s.ui.perPage = 4
 	base := s.srv.URL
 	shots := os.Getenv("GOVGATE_SCREENSHOTS") == "1"
-	scheme := func(s string) {
-		t.Helper()
-		if _, err := chromedp.Call(tb.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{
-			{Name: "prefers-color-scheme", Value: s}, {Name: "prefers-reduced-motion", Value: "reduce"}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if shots {
 		tb.do("viewport", chromedp.EmulateViewport(1280, 900))
-		scheme("light")
+		tb.colorScheme("light")
 	}
 	tb.signIn(base, testToken)
 	eval := func(js string) []string {
@@ -139,9 +131,9 @@ func TestBrowserDelegates(t *testing.T) {
 	}
 	if shots {
 		tb.shot("delegates")
-		scheme("dark")
+		tb.colorScheme("dark")
 		tb.shot("delegates-dark")
-		scheme("light")
+		tb.colorScheme("light")
 	}
 
 	// A delegate's page, five delegators and votes at a time.

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/govgate/govgate/core"
@@ -18,8 +17,8 @@ import (
 // in-process stack: the real REST API on a real store with proposals in
 // every state, and the contract's health snapshots (ENS backfilling). With
 // GOVGATE_SCREENSHOTS=1 it also takes docs/screenshots/proposals.png,
-// proposals-dark.png, proposal.png and voting-now.png: `govgate dev` cannot show these pages
-// until its admin page is handed the REST API (web.Config.REST).
+// proposals-dark.png, proposal.png and voting-now.png, from this seeded data, which
+// shows a proposal in each of the eight states at once.
 func TestBrowserProposals(t *testing.T) {
 	tb := newTab(t)
 	s := newStack(t, true)
@@ -28,16 +27,9 @@ func TestBrowserProposals(t *testing.T) {
 	s.ui.perPage = 5
 	base := s.srv.URL
 	shots := os.Getenv("GOVGATE_SCREENSHOTS") == "1"
-	scheme := func(s string) {
-		t.Helper()
-		if _, err := chromedp.Call(tb.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{
-			{Name: "prefers-color-scheme", Value: s}, {Name: "prefers-reduced-motion", Value: "reduce"}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if shots {
 		tb.do("viewport", chromedp.EmulateViewport(1280, 900))
-		scheme("light")
+		tb.colorScheme("light")
 	}
 	tb.signIn(base, testToken)
 
@@ -145,9 +137,9 @@ func TestBrowserProposals(t *testing.T) {
 	}
 	if shots {
 		tb.shot("proposals", `#proposals > li:nth-child(6)`)
-		scheme("dark")
+		tb.colorScheme("dark")
 		tb.shot("proposals-dark", `#proposals > li:nth-child(6)`)
-		scheme("light")
+		tb.colorScheme("light")
 	}
 
 	// The state filter: only defeated proposals.

@@ -126,6 +126,16 @@ func (tb *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// colorScheme emulates a prefers-color-scheme ("light" or "dark") without
+// animations, so that a screenshot catches none half-way.
+func (tb *tab) colorScheme(scheme string) {
+	tb.t.Helper()
+	if _, err := chromedp.Call(tb.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{
+		{Name: "prefers-color-scheme", Value: scheme}, {Name: "prefers-reduced-motion", Value: "reduce"}}}); err != nil {
+		tb.t.Fatal(err)
+	}
+}
+
 func (tb *tab) text(css string) string {
 	tb.t.Helper()
 	tb.do("wait for "+css, chromedp.WaitVisible(chromedp.CSS(css)))
@@ -472,25 +482,17 @@ func TestScreenshotsFromDev(t *testing.T) {
 
 	// A 1280x900 desktop, without animations caught half-way.
 	tb := newTab(t)
-	media := func(scheme string) {
-		t.Helper()
-		_, err := chromedp.Call(tb.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{
-			{Name: "prefers-color-scheme", Value: scheme}, {Name: "prefers-reduced-motion", Value: "reduce"}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	tb.do("viewport", chromedp.EmulateViewport(1280, 900))
-	media("light")
+	tb.colorScheme("light")
 	tb.do("open", chromedp.Navigate(base+"/admin/"), chromedp.WaitVisible(chromedp.ID("token")))
 	tb.shot("signin")
 	tb.signIn(base, binaryToken)
 	tb.wantText("#health-cards", "dev-oz", "dev-bravo", "Healthy")
 	tb.wantText("#delivery-stats", "Succeeded")
 	tb.shot("overview")
-	media("dark")
+	tb.colorScheme("dark")
 	tb.shot("overview-dark")
-	media("light")
+	tb.colorScheme("light")
 
 	// A second webhook, registered as a user would, beside the demo receiver.
 	resp, body := apiDo(t, "POST", "http://"+g.webhooks+"/webhooks", "", map[string]string{"url": "https://hooks.example.com/govgate"})
