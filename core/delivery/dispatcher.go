@@ -86,6 +86,10 @@ type Config struct {
 	// new notifications goes straight to the workers, without a claim's row
 	// write, while claims keep their own room. 0 disables hand-offs.
 	Backlog int
+	// RecordLinger is how long results are gathered into one write of the
+	// attempts' outcomes while attempts are still under way (default 5ms).
+	// Once the dispatcher holds no job, what has arrived is written at once.
+	RecordLinger time.Duration
 
 	// Tracer, when set, records a span per attempt in the trace of the
 	// attempt's notification (core.Job.TraceParent), with the plugin
@@ -120,8 +124,11 @@ type Dispatcher struct {
 	// jobs feeds a fixed pool of workers (long-lived goroutines keep the
 	// stacks the HTTP client grows into). It has room for every job the
 	// dispatcher may hold, so a send never blocks.
-	jobs     chan task
-	results  chan core.AttemptResult
+	jobs    chan task
+	results chan core.AttemptResult
+	// quiet tells the record loop that the dispatcher holds no job any
+	// more, so no result is coming that is worth waiting for.
+	quiet    chan struct{}
 	wg       sync.WaitGroup
 	leftover []core.Job // jobs not started when Run ended, to give back
 
@@ -183,6 +190,9 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.Backlog < 0 {
 		cfg.Backlog = 0
 	}
+	if cfg.RecordLinger <= 0 {
+		cfg.RecordLinger = recordLinger
+	}
 	return &Dispatcher{
 		cfg: cfg, log: cfg.Logger,
 		wake:       make(chan struct{}, 1),
@@ -190,8 +200,11 @@ func New(cfg Config) (*Dispatcher, error) {
 		perWebhook: map[int64]int{},
 		active:     map[int64]int{},
 		parked:     map[int64][]task{},
-		results:    make(chan core.AttemptResult, 4*cfg.Workers),
-		jobs:       make(chan task, cfg.Workers+2*cfg.BatchSize+cfg.Backlog),
+		// Room for the results that arrive while a batch is written, so
+		// that workers do not wait for the database.
+		results: make(chan core.AttemptResult, 4*cfg.Workers+maxRecordBatch),
+		quiet:   make(chan struct{}, 1),
+		jobs:    make(chan task, cfg.Workers+2*cfg.BatchSize+cfg.Backlog),
 	}, nil
 }
 
@@ -324,6 +337,7 @@ func (d *Dispatcher) finish(ctx context.Context, t task) (task, bool) {
 	w := t.job.WebhookID
 	d.mu.Lock()
 	d.dropLocked(t)
+	idle := d.held[claimed]+d.held[handed] == 0
 	var next task
 	q := d.parked[w]
 	ok := len(q) > 0 && ctx.Err() == nil
@@ -341,6 +355,13 @@ func (d *Dispatcher) finish(ctx context.Context, t task) (task, bool) {
 	select {
 	case d.slotFree <- struct{}{}:
 	default:
+	}
+	if idle {
+		// t's result is already in d.results: process sent it.
+		select {
+		case d.quiet <- struct{}{}:
+		default:
+		}
 	}
 	return next, ok
 }
@@ -477,8 +498,8 @@ func (d *Dispatcher) busy() bool {
 	return d.held[claimed]+d.held[handed] > 0
 }
 
-// recordLinger is how long the record loop waits for more results before it
-// writes a batch of at most maxRecordBatch.
+// The record loop writes at most maxRecordBatch results at once, after
+// waiting up to Config.RecordLinger (default recordLinger) for more.
 const (
 	recordLinger   = 5 * time.Millisecond
 	maxRecordBatch = 256
@@ -516,8 +537,9 @@ func (d *Dispatcher) recordLoop() {
 		batch = append(batch, res)
 		// Gather what comes in the next few milliseconds: PostgreSQL's cost
 		// of a completion is largely per statement, and the wait delays only
-		// the record, not the delivery.
-		linger := time.NewTimer(recordLinger)
+		// the record, not the delivery. Once the dispatcher holds no job,
+		// what has arrived is all there is to wait for.
+		linger := time.NewTimer(d.cfg.RecordLinger)
 	gather:
 		for len(batch) < maxRecordBatch {
 			select {
@@ -529,6 +551,13 @@ func (d *Dispatcher) recordLoop() {
 				}
 				batch = append(batch, r)
 			case <-linger.C:
+				break gather
+			case <-d.quiet:
+				// This loop is the channel's only reader: what len counts
+				// is there to take.
+				for len(batch) < maxRecordBatch && len(d.results) > 0 {
+					batch = append(batch, <-d.results)
+				}
 				break gather
 			}
 		}

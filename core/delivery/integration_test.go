@@ -453,3 +453,41 @@ func TestPrepareOncePerNotification(t *testing.T) {
 		t.Fatalf("prepared %v, want each notification once", p.prepared)
 	}
 }
+
+// Results are gathered for a while into one write, but only while attempts
+// are under way: once the dispatcher holds no job, the last results are
+// written at once. With an hour's linger, only that makes them visible.
+func TestLastResultsAreRecordedAtOnce(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	r := newRig(t, true, caOf(srv), 4, func(c *delivery.Config) { c.RecordLinger = time.Hour })
+	var hooks []int64
+	for i := 0; i < 3; i++ {
+		w, _, err := r.st.RegisterWebhook(context.Background(), fmt.Sprintf("%s/hook/%d", srv.URL, i), "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hooks = append(hooks, w.ID)
+	}
+	for n := 0; n < 2; n++ {
+		r.notify(t, fmt.Sprintf("n-quiet-%d", n))
+		waitUntil(t, "every delivery recorded", func() bool {
+			for _, w := range hooks {
+				ds := r.deliveries(t, w)
+				if len(ds) != n+1 {
+					return false
+				}
+				for _, d := range ds {
+					if d.State != core.DeliverySucceeded {
+						return false
+					}
+				}
+			}
+			return true
+		})
+	}
+	if got := hits.Load(); got != 6 {
+		t.Errorf("receiver saw %d deliveries, want 6", got)
+	}
+}

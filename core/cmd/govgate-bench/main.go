@@ -446,10 +446,11 @@ func wireCeiling(ctx context.Context, client *http.Client, rcv *benchReceiver, n
 			}
 		}()
 	}
-	cpu0 := selfCPU()
+	cpu0, m0 := selfCPU(), machineCPU()
 	wg.Wait()
 	if os.Getenv("GOVGATE_BENCH_DEBUG") != "" {
-		fmt.Fprintf(os.Stderr, "debug: ceiling %.2fs; cpu: bench process %.2fs\n", time.Since(start).Seconds(), selfCPU()-cpu0)
+		m := machineCPU().since(m0)
+		fmt.Fprintf(os.Stderr, "debug: ceiling %.2fs; cpu: bench process %.2fs; machine idle %.2fs of %.2fs\n", time.Since(start).Seconds(), selfCPU()-cpu0, m.idle, m.total)
 	}
 	if f := failed.Load(); f > 0 {
 		return 0, fmt.Errorf("ceiling: %d requests failed", f)
@@ -530,7 +531,7 @@ func throughput(ctx context.Context, dbURL string, client *http.Client, rcv *ben
 	}
 	debugStatements(ctx, p.st, false)
 	runtime.GC() // as in wireCeiling
-	pgCPU0, selfCPU0 := postgresCPU(), selfCPU()
+	pgCPU0, selfCPU0, m0 := postgresCPU(), selfCPU(), machineCPU()
 	seen0 := rcv.count.Load()
 	start := time.Now()
 	for i := 0; i < *notifications; i++ {
@@ -539,7 +540,7 @@ func throughput(ctx context.Context, dbURL string, client *http.Client, rcv *ben
 			return 0, err
 		}
 	}
-	ingested := time.Since(start)
+	ingested, mIngest := time.Since(start), machineCPU().since(m0)
 	// Until the receiver has seen every delivery, watch its counter, which
 	// costs the database nothing; then poll the store until every success
 	// is recorded, which is where the figure ends. The full statistics are
@@ -548,6 +549,7 @@ func throughput(ctx context.Context, dbURL string, client *http.Client, rcv *ben
 	for rcv.count.Load()-seen0 < total && time.Now().Before(deadline) {
 		time.Sleep(2 * time.Millisecond)
 	}
+	received := time.Since(start)
 	for {
 		left, err := p.st.Unfinished(ctx)
 		if err != nil {
@@ -563,7 +565,9 @@ func throughput(ctx context.Context, dbURL string, client *http.Client, rcv *ben
 	}
 	took := time.Since(start)
 	if os.Getenv("GOVGATE_BENCH_DEBUG") != "" {
-		fmt.Fprintf(os.Stderr, "debug: %s ingest %.2fs of %.2fs; cpu: postgres %.2fs, bench process %.2fs\n", dbURL[:8], ingested.Seconds(), took.Seconds(), postgresCPU()-pgCPU0, selfCPU()-selfCPU0)
+		m := machineCPU().since(m0)
+		fmt.Fprintf(os.Stderr, "debug: %s ingest %.3fs, received %.3fs, recorded %.3fs; cpu: postgres %.2fs, bench process %.2fs; machine idle %.2fs of %.2fs (while ingesting %.2fs of %.2fs)\n",
+			dbURL[:8], ingested.Seconds(), received.Seconds(), took.Seconds(), postgresCPU()-pgCPU0, selfCPU()-selfCPU0, m.idle, m.total, mIngest.idle, mIngest.total)
 		debugStatements(ctx, p.st, true)
 	}
 	st, err := p.st.QueueStats(ctx)
@@ -879,6 +883,31 @@ func postgresCPU() float64 {
 }
 
 // selfCPU is this process's CPU seconds (debug output).
+// cpuTimes is the machine's CPU time so far, all cores together, in
+// seconds: idle (with I/O wait) and in total (/proc/stat).
+type cpuTimes struct{ idle, total float64 }
+
+func machineCPU() cpuTimes {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	var c cpuTimes
+	for i, f := range strings.Fields(line)[1:] {
+		v, _ := strconv.ParseFloat(f, 64)
+		c.total += v / 100
+		if i == 3 || i == 4 { // idle, iowait
+			c.idle += v / 100
+		}
+	}
+	return c
+}
+
+func (c cpuTimes) since(before cpuTimes) cpuTimes {
+	return cpuTimes{c.idle - before.idle, c.total - before.total}
+}
+
 func selfCPU() float64 {
 	raw, err := os.ReadFile("/proc/self/stat")
 	if err != nil {
