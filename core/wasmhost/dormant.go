@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/govgate/govgate/sdk/abi"
@@ -166,7 +167,11 @@ func (h *Host) compileAwake(ctx context.Context, stub *plugin) (*plugin, error) 
 	// told: a Go plugin holds some 20,000 of them, and compiling one would
 	// otherwise take a single core for over a second.
 	h.stats.compilations.Add(1)
-	compiled, err := h.rt.CompileModule(experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0)), code)
+	var compiled wazero.CompiledModule
+	err = h.useRuntime(func() (err error) {
+		compiled, err = h.rt.CompileModule(experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0)), code)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("compile plugin: %w", err)
 	}

@@ -143,6 +143,10 @@ type Host struct {
 	// does, and a loaded plugin is compiled only when a delivery, or a
 	// chain that names it, first needs it (dormant.go).
 	rtCheck wazero.Runtime
+	// rtMu keeps both runtimes open while a module compiles or starts in
+	// one: wazero must not close a runtime under either (useRuntime).
+	rtMu     sync.RWMutex
+	rtClosed bool
 
 	mu      sync.RWMutex
 	plugins map[string]*plugin
@@ -220,7 +224,21 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	return h, nil
 }
 
+// useRuntime runs f, which compiles or starts a module, unless the
+// runtimes are closed; closeRuntime waits for it.
+func (h *Host) useRuntime(f func() error) error {
+	h.rtMu.RLock()
+	defer h.rtMu.RUnlock()
+	if h.rtClosed {
+		return ErrClosed
+	}
+	return f()
+}
+
 func (h *Host) closeRuntime(ctx context.Context) error {
+	h.rtMu.Lock()
+	defer h.rtMu.Unlock()
+	h.rtClosed = true
 	err := h.rt.Close(ctx)
 	if cerr := h.rtCheck.Close(ctx); err == nil {
 		err = cerr
@@ -539,8 +557,15 @@ func (h *Host) prepare(ctx context.Context, wasm []byte) (*plugin, []SampleResul
 		return nil, nil, fmt.Errorf("compile plugin: %w", err)
 	}
 	h.stats.compilations.Add(1)
-	compiled, err := h.rtCheck.CompileModule(ctx, code)
-	if err != nil {
+	var compiled wazero.CompiledModule
+	err = h.useRuntime(func() (err error) {
+		compiled, err = h.rtCheck.CompileModule(ctx, code)
+		return err
+	})
+	switch {
+	case errors.Is(err, ErrClosed):
+		return nil, nil, err
+	case err != nil:
 		return nil, nil, fmt.Errorf("compile plugin: %w: %w", ErrInvalidPlugin, err)
 	}
 	if err := checkModule(compiled); err != nil || !instrumented {

@@ -207,7 +207,11 @@ func (p *plugin) instantiate(ctx context.Context) (*instance, error) {
 	if p.checking {
 		rt = h.rtCheck
 	}
-	mod, err := rt.InstantiateModule(context.WithValue(ictx, instanceKey{}, inst), p.compiled, cfg)
+	var mod api.Module
+	err := h.useRuntime(func() (err error) {
+		mod, err = rt.InstantiateModule(context.WithValue(ictx, instanceKey{}, inst), p.compiled, cfg)
+		return err
+	})
 	inst.end(cs)
 	if err != nil {
 		if mod != nil {
