@@ -74,6 +74,13 @@ func BenchmarkPluginCallEventFilter(b *testing.B) {
 	benchExample(b, "event-filter", `{"types":["proposal.created","vote.cast"]}`)
 }
 
+// BenchmarkPluginCallSlack is the slack example, the transform of the
+// bench's plugin chain, turning the same vote.cast into a Block Kit
+// message; the bench task prints it as plugin_call_slack_p50_us.
+func BenchmarkPluginCallSlack(b *testing.B) {
+	benchExample(b, "slack", `{}`)
+}
+
 func benchExample(b *testing.B, name, config string) {
 	wasm := examplePlugins(b)[name]
 	if wasm == nil {

@@ -8,7 +8,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -72,7 +71,7 @@ func render(n sdk.Notification, cfg Config) ([]byte, error) {
 	if len(m.Fields) > 0 {
 		f := block{Type: "section"}
 		for _, x := range m.Fields[:min(len(m.Fields), 10)] {
-			f.Fields = append(f.Fields, text{Type: "mrkdwn", Text: event.Truncate(fmt.Sprintf("*%s*\n%s", x.Name, escape(x.Value)), 2000)})
+			f.Fields = append(f.Fields, text{Type: "mrkdwn", Text: event.Truncate("*"+x.Name+"*\n"+escape(x.Value), 2000)})
 		}
 		blocks = append(blocks, f)
 	}
@@ -80,7 +79,7 @@ func render(n sdk.Notification, cfg Config) ([]byte, error) {
 		quoted := "> " + strings.ReplaceAll(escape(body), "\n", "\n> ")
 		blocks = append(blocks, block{Type: "section", Text: &text{Type: "mrkdwn", Text: event.Truncate(quoted, maxSection)}})
 	}
-	ctx := fmt.Sprintf("govgate · %s · %s", n.DAO, n.Type)
+	ctx := "govgate · " + n.DAO + " · " + n.Type
 	if !n.OccurredAt.IsZero() {
 		ctx += " · " + n.OccurredAt.UTC().Format(time.RFC3339)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/govgate/govgate/sdk"
 )
@@ -42,7 +43,13 @@ type Text string
 
 // UnmarshalJSON accepts any JSON scalar.
 func (t *Text) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
+	if len(b) > 1 && b[0] == '"' {
+		// The decoder calling this has checked b: a string without
+		// escapes is its bytes between the quotes.
+		if inner := b[1 : len(b)-1]; !bytes.ContainsAny(inner, `\"`) {
+			*t = Text(inner)
+			return nil
+		}
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
 			return fmt.Errorf("decode text: %w", err)
@@ -112,10 +119,19 @@ func Describe(n sdk.Notification, o Options) (Message, error) {
 	case sdk.TypeVoteCast:
 		support := SupportLabel(string(d.Support))
 		weight := FormatUnits(string(d.Weight), o.WeightDecimals)
-		m.Title = fmt.Sprintf("Vote %s: %s", support, proposal)
-		m.Summary = fmt.Sprintf("%s voted %s on %s with %s votes", Short(string(d.Voter)), support, proposal, weight)
+		m.Title = "Vote " + support + ": " + proposal
+		m.Summary = Short(string(d.Voter)) + " voted " + support + " on " + proposal + " with " + weight + " votes"
 		m.Body = string(d.Reason)
-		m.Color = map[string]int{"for": 0x2EB67D, "against": 0xE01E5A, "abstain": 0x9E9E9E}[support]
+		switch support {
+		case "for":
+			m.Color = 0x2EB67D
+		case "against":
+			m.Color = 0xE01E5A
+		case "abstain":
+			m.Color = 0x9E9E9E
+		default:
+			m.Color = 0
+		}
 		add(&m, "Voter", string(d.Voter))
 		add(&m, "Weight", weight)
 	case sdk.TypeProposalQueued, sdk.TypeProposalExecuted, sdk.TypeProposalCanceled, sdk.TypeProposalExtended:
@@ -242,19 +258,29 @@ func Short(s string) string {
 // "1234567890123456789012345" with 18 decimals is "1,234,567.89". A value
 // that is not a decimal integer is returned as it is.
 func FormatUnits(v string, decimals int) string {
-	n, ok := new(big.Int).SetString(v, 10)
-	if !ok || decimals < 0 || decimals > 77 {
+	digits := strings.TrimPrefix(v, "-")
+	if digits == "" || strings.Trim(digits, "0123456789") != "" || decimals < 0 || decimals > 77 {
 		return v
 	}
-	scale := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(decimals)), nil)
-	whole, frac := new(big.Int).QuoRem(n, scale, new(big.Int))
-	out := group(whole.String())
+	// Decimal arithmetic on the digits themselves: the whole part is all
+	// but the last decimals digits, the cents the two after it.
+	if pad := decimals + 1 - len(digits); pad > 0 {
+		digits = strings.Repeat("0", pad) + digits
+	}
+	whole := strings.TrimLeft(digits[:len(digits)-decimals], "0")
+	if whole == "" {
+		whole = "0"
+	}
+	cents := (digits[len(digits)-decimals:] + "00")[:2]
+	out := group(whole)
+	if strings.HasPrefix(v, "-") && (whole != "0" || (decimals > 0 && strings.Trim(cents, "0") != "")) {
+		out = "-" + out
+	}
 	if decimals == 0 {
 		return out
 	}
 	// Two decimals, truncated.
-	cents := new(big.Int).Div(new(big.Int).Mul(frac, big.NewInt(100)), scale)
-	return fmt.Sprintf("%s.%02d", out, cents.Int64())
+	return out + "." + cents
 }
 
 func group(digits string) string {
@@ -275,6 +301,9 @@ func group(digits string) string {
 
 // Truncate cuts s to at most n runes, marking the cut with an ellipsis.
 func Truncate(s string, n int) string {
+	if len(s) <= n || utf8.RuneCountInString(s) <= n {
+		return s
+	}
 	r := []rune(s)
 	if len(r) <= n {
 		return s
