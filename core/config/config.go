@@ -93,7 +93,11 @@ type Delivery struct {
 	AllowPrivate bool          `yaml:"allow_private"`
 	CAFile       string        `yaml:"ca_file"`
 	Timeout      time.Duration `yaml:"timeout"`
-	Workers      int           `yaml:"workers"`
+	// Workers is how many attempts one process makes at once. Each worker
+	// also spends time of its own per attempt (signing, the plugin chain,
+	// handing the result over) while its request is not on the wire, so
+	// there are twice as many as a busy receiver's connection needs.
+	Workers int `yaml:"workers"`
 	// PerWebhookConcurrency caps in-flight attempts to one webhook so one slow
 	// receiver cannot starve the others.
 	PerWebhookConcurrency int `yaml:"per_webhook_concurrency"`
@@ -138,7 +142,7 @@ func Default() Config {
 		Registration: Registration{RatePerMinute: 60, Burst: 20},
 		Delivery: Delivery{
 			Timeout:               10 * time.Second,
-			Workers:               32,
+			Workers:               64,
 			PerWebhookConcurrency: 8,
 			// Svix's schedule: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
 			Schedule:      []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},

@@ -51,12 +51,13 @@ import (
 var (
 	webhooks      = flag.Int("webhooks", 50, "webhooks in the throughput runs")
 	notifications = flag.Int("notifications", 200, "notifications in the throughput runs")
-	workers       = flag.Int("workers", 32, "dispatcher workers (and ceiling client concurrency)")
+	workers       = flag.Int("workers", config.Default().Delivery.Workers, "dispatcher workers (and ceiling client concurrency; govgate serve's default)")
 	batchSize     = flag.Int("batch", 64, "dispatcher claim batch size")
 	backlog       = flag.Int("backlog", config.Default().Delivery.Backlog, "fresh deliveries handed straight to the dispatcher (govgate serve's default)")
 	fanout        = flag.Int("fanout", 100_000, "webhooks in the fan-out run")
 	cpuProfile    = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memProfile    = flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
+	runProfiles   = flag.String("run-cpuprofiles", "", "write a CPU profile of each measured pipeline run, from its first ingest to its last recorded success, into this directory, named after the run's database")
 	rounds        = flag.Int("rounds", 5, "rounds of each figure measured in rounds; each round measures the baseline and the subject back to back, and the medians are reported")
 	only          = flag.String("only", "", "run only these parts, comma-separated: ceiling, sqlite, postgres, latency, fanout, plugins, otel, health, delegation, rss")
 
@@ -531,6 +532,16 @@ func throughput(ctx context.Context, dbURL string, client *http.Client, rcv *ben
 	}
 	debugStatements(ctx, p.st, false)
 	runtime.GC() // as in wireCeiling
+	if *runProfiles != "" && *cpuProfile == "" {
+		name, _, _ := strings.Cut(filepath.Base(dbURL), "?")
+		f, err := os.Create(filepath.Join(*runProfiles, name+".pprof"))
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	pgCPU0, selfCPU0, m0 := postgresCPU(), selfCPU(), machineCPU()
 	seen0 := rcv.count.Load()
 	start := time.Now()

@@ -30,7 +30,7 @@ import (
 // The rss part measures the resident memory of the delivering gateway
 // itself: a separate `govgate serve` process, built as `go tool task build`
 // builds the production binary, run with configs/govgate.yaml (the
-// defaults: 32 workers, claims of 64, the delivery backlog) while 100,000
+// defaults: 64 workers, claims of 64, the delivery backlog) while 100,000
 // deliveries are pending: 10,000 active webhooks, and 10 notifications for
 // all of them posted to its admin API one after another, which fans each out
 // (as many deliveries as the backlog holds go straight to the workers, in
