@@ -84,7 +84,75 @@ func render(n sdk.Notification, cfg Config) ([]byte, error) {
 		ctx += " · " + n.OccurredAt.UTC().Format(time.RFC3339)
 	}
 	blocks = append(blocks, block{Type: "context", Elements: []text{{Type: "mrkdwn", Text: escape(ctx)}}})
-	return event.Marshal(message{Text: event.Truncate(m.Summary, maxText), Blocks: blocks})
+	return message{Text: event.Truncate(m.Summary, maxText), Blocks: blocks}.appendJSON(nil), nil
+}
+
+// appendJSON writes the message as encoding/json does (event.Marshal), with
+// the struct tags above, but without reflection: in the sandbox that costs
+// about a third of a call (TestAppendJSONIsMarshal).
+func (m message) appendJSON(b []byte) []byte {
+	b = append(b, `{"text":`...)
+	b = event.AppendString(b, m.Text)
+	b = append(b, `,"blocks":`...)
+	if m.Blocks == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, x := range m.Blocks {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = x.appendJSON(b)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+func (x block) appendJSON(b []byte) []byte {
+	b = append(b, `{"type":`...)
+	b = event.AppendString(b, x.Type)
+	if x.Text != nil {
+		b = append(b, `,"text":`...)
+		b = x.Text.appendJSON(b)
+	}
+	b = appendTexts(b, `,"fields":`, x.Fields)
+	b = appendTexts(b, `,"elements":`, x.Elements)
+	if x.Accessory != nil {
+		b = append(b, `,"accessory":{"type":`...)
+		b = event.AppendString(b, x.Accessory.Type)
+		b = append(b, `,"text":`...)
+		b = x.Accessory.Text.appendJSON(b)
+		b = append(b, `,"url":`...)
+		b = event.AppendString(b, x.Accessory.URL)
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// appendTexts writes a list of texts under key, left out when empty
+// (omitempty).
+func appendTexts(b []byte, key string, ts []text) []byte {
+	if len(ts) == 0 {
+		return b
+	}
+	b = append(b, key...)
+	b = append(b, '[')
+	for i, t := range ts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = t.appendJSON(b)
+	}
+	return append(b, ']')
+}
+
+func (t text) appendJSON(b []byte) []byte {
+	b = append(b, `{"type":`...)
+	b = event.AppendString(b, t.Type)
+	b = append(b, `,"text":`...)
+	b = event.AppendString(b, t.Text)
+	return append(b, '}')
 }
 
 func init() {

@@ -94,3 +94,38 @@ func TestTimeDrivenMessages(t *testing.T) {
 		})
 	}
 }
+
+// The message is written without reflection, byte for byte as
+// encoding/json (event.Marshal) writes it, for every kind of notification
+// and with the parts each can leave out.
+func TestAppendJSONIsMarshal(t *testing.T) {
+	data := `{"proposalId":"7","proposer":"0xabc","title":"Fund \"grants\" <now>","description":"# Fund\nDetails\u2028follow \u0001","voter":"0x1b3cb81e51011b549d78bf720b0d924ac763a7c2",
+		"support":2,"weight":"1234567890123456789012345","reason":"Good for <everyone> & more\n\ttabs","eta":"1700000000","extendedDeadline":"99",
+		"forVotes":"1","againstVotes":"2","abstainVotes":"3","quorum":"4","quorumReached":false,"secondsLeft":"3600","endsAt":"2025-03-02T09:30:00Z","estimated":true}`
+	types := []string{sdk.TypeProposalCreated, sdk.TypeVoteCast, sdk.TypeProposalQueued, sdk.TypeProposalExecuted, sdk.TypeProposalCanceled,
+		sdk.TypeProposalExtended, sdk.TypeProposalActive, sdk.TypeProposalEndingSoon, sdk.TypeProposalSucceeded, sdk.TypeProposalDefeated,
+		sdk.TypeProposalExpired, sdk.TypeTest, "something.else"}
+	for _, typ := range types {
+		for _, d := range []string{data, `{}`} {
+			for _, cfg := range []Config{{}, {Wording: event.Wording{ProposalURL: "https://x.test/{dao}/{proposalId}?a=1&b=<2>"}}} {
+				n := sdk.Notification{ID: "n", Type: typ, DAO: "uni\"swap", Data: json.RawMessage(d)}
+				m, err := message{}, error(nil)
+				if out, rerr := render(n, cfg); rerr != nil {
+					t.Fatal(rerr)
+				} else if err = json.Unmarshal(out, &m); err != nil {
+					t.Fatalf("%s: %v: %s", typ, err, out)
+				}
+				want, err := event.Marshal(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := m.appendJSON(nil); string(got) != string(want) {
+					t.Errorf("%s:\n got %s\nwant %s", typ, got, want)
+				}
+			}
+		}
+	}
+	if got, want := (message{}).appendJSON(nil), `{"text":"","blocks":null}`; string(got) != want {
+		t.Errorf("empty message: %s, want %s", got, want)
+	}
+}

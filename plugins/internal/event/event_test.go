@@ -109,3 +109,32 @@ func TestTruncate(t *testing.T) {
 		}
 	}
 }
+
+// AppendString writes every string as Marshal does: fixed cases, then
+// random strings of bytes that favour the ones with escapes, valid UTF-8
+// or not.
+func TestAppendStringIsMarshal(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		want, err := Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Fatalf("AppendString(%q) = %s, Marshal says %s", s, got[1:], want)
+		}
+	}
+	for _, s := range []string{"", "plain", `"quoted" \ back`, "<b>&amp;</b>", "tab\tnl\ncr\rbs\bff\f", "\x00\x01\x1f\x7f",
+		"é ü 日本 🎉", "\u2028\u2029", "bad \xff utf8 \xc3", "trunc\xe2\x82", "·"} {
+		check(s)
+	}
+	alphabet := []byte("a\"\\<>&\n\t\x00\x1f\x7f\xc3\xa9\xe2\x80\xa8\xa9\xf0\x9f\x8e\x89\xff")
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 20000; i++ {
+		b := make([]byte, r.IntN(24))
+		for j := range b {
+			b[j] = alphabet[r.IntN(len(alphabet))]
+		}
+		check(string(b))
+	}
+}
