@@ -24,7 +24,9 @@ func TestCloseWhileWaking(t *testing.T) {
 			t.Fatal("a loaded plugin is asleep until a call needs it")
 		}
 		done := make(chan Result, 1)
-		go func() { done <- h.RunChain(context.Background(), []Entry{{Plugin: "hostile", Config: mode("ok")}}, n, b) }()
+		go func() {
+			done <- h.RunChain(context.Background(), []Entry{{Plugin: "hostile", Config: mode("ok")}}, n, b)
+		}()
 		time.Sleep(delay)
 		if err := h.Close(context.Background()); err != nil {
 			t.Fatal(err)

@@ -62,24 +62,18 @@ func (h *Host) Asleep(name string) bool {
 	return p != nil && p.wasm != nil
 }
 
-// Wake compiles the plugin called name if it is asleep, and starts an
-// instance of it if none is idle: a chain names it, and its first delivery
-// should not wait for a Go runtime to start (some 10 ms).
+// Wake compiles the plugin called name if it is asleep, and fills its pool
+// of instances (plugin.warm): a chain names it, and its first deliveries
+// should not wait for a Go runtime to start (some 10 ms) nor for its memory
+// to grow.
 func (h *Host) Wake(ctx context.Context, name string) error {
 	p, err := h.acquireAwake(ctx, name)
 	if err != nil {
 		return err
 	}
 	defer p.release()
-	p.mu.Lock()
-	warm := len(p.idle) > 0
-	p.mu.Unlock()
-	if !warm {
-		inst, err := p.get(ctx)
-		if err != nil {
-			return fmt.Errorf("wake plugin %s: %w", name, err)
-		}
-		p.put(inst, true)
+	if err := p.warm(ctx); err != nil {
+		return fmt.Errorf("wake plugin %s: %w", name, err)
 	}
 	return nil
 }

@@ -152,3 +152,43 @@ func TestCallOnAPluginReplacedWhileWaking(t *testing.T) {
 		t.Fatalf("a call on the replacement: %+v", res)
 	}
 }
+
+// TestWakeFillsThePool: waking a plugin starts every instance its pool may
+// hold and runs the plugin's samples on each, so that the first calls
+// start no instance; a second Wake starts none either.
+func TestWakeFillsThePool(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t, Config{PoolSize: 3})
+	info := load(t, h, hostileWasm(t))
+	if info.Samples == 0 {
+		t.Fatal("the hostile plugin has samples to warm its instances with")
+	}
+	before := h.Stats()
+	if err := h.Wake(ctx, info.Name); err != nil {
+		t.Fatal(err)
+	}
+	st := h.Stats()
+	if st.Instances != 3 || st.Instantiations-before.Instantiations != 3 {
+		t.Fatalf("after Wake: %d instances, %d started; want the pool's 3", st.Instances, st.Instantiations-before.Instantiations)
+	}
+	if calls := st.Calls - before.Calls; calls < 3 {
+		t.Errorf("after Wake: %d calls; want the samples run on each of the 3 instances", calls)
+	}
+	n := notification("proposal.created", "uniswap")
+	b := body(t, n)
+	done := make(chan Result, 3)
+	for range 3 {
+		go func() { done <- h.RunChain(ctx, []Entry{{Plugin: info.Name, Config: mode("ok")}}, n, b) }()
+	}
+	for range 3 {
+		if res := <-done; !res.Keep {
+			t.Fatalf("call: %s", res.DropReason)
+		}
+	}
+	if err := h.Wake(ctx, info.Name); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Stats().Instantiations; got != st.Instantiations {
+		t.Errorf("calls and a second Wake started %d instances, want none", got-st.Instantiations)
+	}
+}

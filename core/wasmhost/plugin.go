@@ -123,6 +123,23 @@ func (p *plugin) get(ctx context.Context) (*instance, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("wait for a plugin instance: %w", ctx.Err())
 	}
+	return p.take(ctx)
+}
+
+// tryGet is get without the wait: nil when every instance the pool may
+// hold is busy.
+func (p *plugin) tryGet(ctx context.Context) (*instance, error) {
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		return nil, nil
+	}
+	return p.take(ctx)
+}
+
+// take returns an idle instance or starts one, for a caller that holds a
+// slot of the pool.
+func (p *plugin) take(ctx context.Context) (*instance, error) {
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
 		inst := p.idle[n-1]
@@ -137,6 +154,38 @@ func (p *plugin) get(ctx context.Context) (*instance, error) {
 		return nil, err
 	}
 	return inst, nil
+}
+
+// warm fills the pool: it starts every instance the pool may hold that is
+// not busy, and runs the plugin's samples on each. An instance's first
+// calls start its Go runtime's heap and grow its memory to the size the
+// plugin's work needs, which wazero does by copying the memory into a
+// larger one each time; a warm instance has done that before the first
+// delivery. The pool's instances are otherwise started on demand, so
+// without this the first deliveries after a chain names the plugin pay
+// for it.
+func (p *plugin) warm(ctx context.Context) error {
+	var held []*instance
+	for {
+		inst, err := p.tryGet(ctx)
+		if err != nil {
+			for _, inst := range held {
+				p.put(inst, true)
+			}
+			return err
+		}
+		if inst == nil {
+			break
+		}
+		held = append(held, inst)
+	}
+	for _, inst := range held {
+		// The instance just put back is the last idle one, which the
+		// samples' calls take (and put back) in turn: the pool is LIFO.
+		p.put(inst, true)
+		p.runSamples(ctx)
+	}
+	return nil
 }
 
 // put returns an instance to the pool, or closes it when it is not healthy
