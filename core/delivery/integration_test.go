@@ -225,7 +225,10 @@ func TestHandAfterStopReturnsDeliveriesToTheQueue(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		r.st.RegisterWebhook(ctx, fmt.Sprintf("https://127.0.0.1:1/%d", i), "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
 	}
-	res := r.d.Reserve(10)
+	// Before Run has started the dispatcher reserves nothing: producers
+	// then leave their deliveries in the queue.
+	var res core.Reservation
+	waitUntil(t, "the dispatcher to run", func() bool { res = r.d.Reserve(10); return res.N > 0 })
 	if res.N != 10 || res.Lease != time.Minute {
 		t.Fatalf("reservation %+v", res)
 	}
