@@ -337,7 +337,7 @@ func (d *Dispatcher) finish(ctx context.Context, t task) (task, bool) {
 	w := t.job.WebhookID
 	d.mu.Lock()
 	d.dropLocked(t)
-	idle := d.held[claimed]+d.held[handed] == 0
+	idle := !d.busyLocked()
 	var next task
 	q := d.parked[w]
 	ok := len(q) > 0 && ctx.Err() == nil
@@ -495,8 +495,12 @@ func (d *Dispatcher) Hand(r core.Reservation, jobs []core.Job) {
 func (d *Dispatcher) busy() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.held[claimed]+d.held[handed] > 0
+	return d.busyLocked()
 }
+
+// busyLocked says whether the dispatcher holds a job (queued, parked or
+// being attempted).
+func (d *Dispatcher) busyLocked() bool { return d.held[claimed]+d.held[handed] > 0 }
 
 // The record loop writes at most maxRecordBatch results at once, after
 // waiting up to Config.RecordLinger (default recordLinger) for more.

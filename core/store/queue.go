@@ -40,14 +40,14 @@ type deliveryRow struct {
 func (deliveryRow) TableName() string { return "deliveries" }
 
 // successAttempt is the successful attempt a succeeded delivery keeps in its
-// row, or nil: the last entry of its attempt log.
-func (r deliveryRow) successAttempt() *core.Attempt {
+// row, as the attempt-log row it stands for (the log's last entry), or nil.
+func (r deliveryRow) successAttempt() *attemptRow {
 	if r.SuccessStartedAt == nil || r.State != string(core.DeliverySucceeded) {
 		return nil
 	}
-	return &core.Attempt{
-		Number: r.Attempts, StartedAt: r.SuccessStartedAt.UTC(), DurationMs: r.SuccessDurationMs, StatusCode: r.LastStatus,
-		Outcome: string(core.OutcomeSucceeded), ResponseExcerpt: r.SuccessResponse, PluginTrace: r.SuccessPluginTrace,
+	return &attemptRow{
+		DeliveryID: r.ID, WebhookID: r.WebhookID, Number: r.Attempts, StartedAt: r.SuccessStartedAt.UTC(), DurationMs: r.SuccessDurationMs,
+		StatusCode: r.LastStatus, Outcome: string(core.OutcomeSucceeded), ResponseExcerpt: r.SuccessResponse, PluginTrace: r.SuccessPluginTrace,
 	}
 }
 
@@ -66,6 +66,18 @@ func successOf(r core.AttemptResult) successColumns {
 	}
 	a := newAttemptRow(r)
 	return successColumns{startedAt: &a.StartedAt, durationMs: a.DurationMs, response: a.ResponseExcerpt, trace: a.PluginTrace}
+}
+
+// successArrays is the success_* values of results as four column arrays,
+// for unnest on PostgreSQL.
+func successArrays(results []core.AttemptResult) (started []*time.Time, duration []float64, response, trace []string) {
+	n := len(results)
+	started, duration, response, trace = make([]*time.Time, n), make([]float64, n), make([]string, n), make([]string, n)
+	for i, r := range results {
+		sc := successOf(r)
+		started[i], duration[i], response[i], trace[i] = sc.startedAt, sc.durationMs, sc.response, sc.trace
+	}
+	return started, duration, response, trace
 }
 
 func (r deliveryRow) domain() core.Delivery {
@@ -91,6 +103,13 @@ type attemptRow struct {
 }
 
 func (attemptRow) TableName() string { return "delivery_attempts" }
+
+func (a attemptRow) domain() core.Attempt {
+	return core.Attempt{
+		Number: a.Number, StartedAt: a.StartedAt.UTC(), DurationMs: a.DurationMs, StatusCode: a.StatusCode,
+		Outcome: a.Outcome, Error: a.Error, ResponseExcerpt: a.ResponseExcerpt, PluginTrace: a.PluginTrace,
+	}
+}
 
 // unfinished is the predicate of the partial index ix_deliveries_due, and
 // finished that of ix_deliveries_webhook_done. Queries spell them out
@@ -517,8 +536,6 @@ func (s *Store) completeSucceeded(ctx context.Context, results []core.AttemptRes
 	n := len(results)
 	ids, status := make([]int64, n), make([]int32, n)
 	tokens, states, errs := make([]string, n), make([]string, n), make([]string, n)
-	started, duration := make([]*time.Time, n), make([]float64, n)
-	response, trace := make([]string, n), make([]string, n)
 	attempts := make([]attemptRow, 0)
 	for i, r := range results {
 		j := r.Job
@@ -529,11 +546,9 @@ func (s *Store) completeSucceeded(ctx context.Context, results []core.AttemptRes
 			if r.PluginTrace != "" { // else nothing ran that is worth a log entry
 				attempts = append(attempts, newAttemptRow(r))
 			}
-			continue
 		}
-		sc := successOf(r)
-		started[i], duration[i], response[i], trace[i] = sc.startedAt, sc.durationMs, sc.response, sc.trace
 	}
+	started, duration, response, trace := successArrays(results)
 	// The same lease check and states as finishDeliveries; a success
 	// rewrites its webhook's row at most once a second, as in Complete, and
 	// webhooks are locked in id order (a sorted array through the primary
@@ -673,9 +688,7 @@ func (s *Store) finishDeliveries(tx *gorm.DB, results []core.AttemptResult, now 
 	ids, status := make([]int64, n), make([]int32, n)
 	tokens, states, errs := make([]string, n), make([]string, n), make([]string, n)
 	next := make([]time.Time, n)
-	success := make([]successColumns, n)
 	for i, r := range results {
-		success[i] = successOf(r)
 		state, at := "", now
 		switch r.Outcome {
 		case core.OutcomeSucceeded:
@@ -702,8 +715,8 @@ func (s *Store) finishDeliveries(tx *gorm.DB, results []core.AttemptResult, now 
 			return nil, fmt.Errorf("update deliveries: %w", err)
 		}
 		defer stmt.Close()
-		for i := range results {
-			sc := success[i]
+		for i, r := range results {
+			sc := successOf(r)
 			var startedAt any // a typed nil is not NULL to every driver
 			if sc.startedAt != nil {
 				startedAt = *sc.startedAt
@@ -721,11 +734,7 @@ func (s *Store) finishDeliveries(tx *gorm.DB, results []core.AttemptResult, now 
 		}
 		return held, nil
 	}
-	started, duration := make([]*time.Time, n), make([]float64, n)
-	response, trace := make([]string, n), make([]string, n)
-	for i, sc := range success {
-		started[i], duration[i], response[i], trace[i] = sc.startedAt, sc.durationMs, sc.response, sc.trace
-	}
+	started, duration, response, trace := successArrays(results)
 	query := `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::int[], $6::text[], $8::timestamptz[], $9::float8[], $10::text[], $11::text[])
 			AS v(id, token, state, next_at, status, err, s_started, s_duration, s_response, s_trace))
 		UPDATE deliveries SET state = v.state, next_attempt_at = v.next_at,
@@ -775,8 +784,7 @@ func (s *Store) Replay(ctx context.Context, id int64) (core.Delivery, error) {
 		if a := row.successAttempt(); a != nil {
 			// The round about to start rewrites the row's success: the one
 			// it holds joins the attempt log first.
-			if err := s.insertAttempts(tx, []attemptRow{{DeliveryID: row.ID, WebhookID: row.WebhookID, Number: a.Number, StartedAt: a.StartedAt,
-				DurationMs: a.DurationMs, StatusCode: a.StatusCode, Outcome: a.Outcome, ResponseExcerpt: a.ResponseExcerpt, PluginTrace: a.PluginTrace}}); err != nil {
+			if err := s.insertAttempts(tx, []attemptRow{*a}); err != nil {
 				return err
 			}
 		}
@@ -871,16 +879,13 @@ func (s *Store) ListDeliveries(ctx context.Context, webhookID int64, state core.
 	}
 	byDelivery := map[int64][]core.Attempt{}
 	for _, a := range atts {
-		byDelivery[a.DeliveryID] = append(byDelivery[a.DeliveryID], core.Attempt{
-			Number: a.Number, StartedAt: a.StartedAt.UTC(), DurationMs: a.DurationMs, StatusCode: a.StatusCode,
-			Outcome: a.Outcome, Error: a.Error, ResponseExcerpt: a.ResponseExcerpt, PluginTrace: a.PluginTrace,
-		})
+		byDelivery[a.DeliveryID] = append(byDelivery[a.DeliveryID], a.domain())
 	}
 	items = make([]core.DeliveryDetail, len(rows))
 	for i, r := range rows {
 		log := byDelivery[r.ID]
 		if a := r.successAttempt(); a != nil {
-			log = append(log, *a)
+			log = append(log, a.domain())
 		}
 		if log == nil {
 			log = []core.Attempt{}

@@ -32,6 +32,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/cmd/internal/plugindelivery"
 	"github.com/govgate/govgate/core/config"
 	"github.com/govgate/govgate/core/delivery"
 	"github.com/govgate/govgate/core/health"
@@ -720,18 +721,8 @@ func pluginChain(ctx context.Context, tmp string) (withPlugins, error) {
 		}); err != nil {
 			return nil, err
 		}
-		return transformer{mgr}, nil
+		return plugindelivery.Transformer(mgr), nil
 	}, nil
-}
-
-type transformer struct{ mgr *pluginmgr.Manager }
-
-// Prepare starts the global chain of j's notification (delivery.Preparer).
-func (t transformer) Prepare(j core.Job) { t.mgr.Prepare(j.Notification, j.Body) }
-
-func (t transformer) Transform(ctx context.Context, j core.Job) (delivery.TransformResult, error) {
-	out, err := t.mgr.Apply(ctx, j.Notification, j.Body, j.WebhookID)
-	return delivery.TransformResult{Keep: out.Keep, Body: out.Body, ContentType: out.ContentType, Trace: out.Trace, DropReason: out.DropReason}, err
 }
 
 // traced is the trace pipeline of the otel part's traced runs; nil
@@ -893,7 +884,6 @@ func postgresCPU() float64 {
 	return total
 }
 
-// selfCPU is this process's CPU seconds (debug output).
 // cpuTimes is the machine's CPU time so far, all cores together, in
 // seconds: idle (with I/O wait) and in total (/proc/stat).
 type cpuTimes struct{ idle, total float64 }
@@ -919,6 +909,7 @@ func (c cpuTimes) since(before cpuTimes) cpuTimes {
 	return cpuTimes{c.idle - before.idle, c.total - before.total}
 }
 
+// selfCPU is this process's CPU seconds (debug output).
 func selfCPU() float64 {
 	raw, err := os.ReadFile("/proc/self/stat")
 	if err != nil {

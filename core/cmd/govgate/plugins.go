@@ -10,7 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/cmd/internal/plugindelivery"
 	"github.com/govgate/govgate/core/config"
 	"github.com/govgate/govgate/core/delivery"
 	"github.com/govgate/govgate/core/httpapi"
@@ -49,20 +49,7 @@ func startPlugins(ctx context.Context, cfg config.Config, log *slog.Logger, st *
 }
 
 // Transformer adapts the manager to the dispatcher.
-func (p *pluginService) Transformer() delivery.Transformer { return transformer{p.mgr} }
-
-type transformer struct{ mgr *pluginmgr.Manager }
-
-// Prepare starts the global chain of j's notification (delivery.Preparer).
-func (t transformer) Prepare(j core.Job) { t.mgr.Prepare(j.Notification, j.Body) }
-
-func (t transformer) Transform(ctx context.Context, j core.Job) (delivery.TransformResult, error) {
-	out, err := t.mgr.Apply(ctx, j.Notification, j.Body, j.WebhookID)
-	if err != nil {
-		return delivery.TransformResult{}, err
-	}
-	return delivery.TransformResult{Keep: out.Keep, Body: out.Body, ContentType: out.ContentType, Trace: out.Trace, DropReason: out.DropReason}, nil
-}
+func (p *pluginService) Transformer() delivery.Transformer { return plugindelivery.Transformer(p.mgr) }
 
 func (p *pluginService) AdminRoutes() []func(*gin.RouterGroup) {
 	exists := func(ctx context.Context, id int64) error { _, err := p.st.Webhook(ctx, id); return err }
