@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -461,15 +462,17 @@ func wireCeiling(ctx context.Context, client *http.Client, rcv *benchReceiver, n
 }
 
 type pipeline struct {
-	st     *store.Store
-	d      *delivery.Dispatcher
-	cancel context.CancelFunc
-	done   chan struct{}
+	st           *store.Store
+	d            *delivery.Dispatcher
+	closePlugins func()
+	cancel       context.CancelFunc
+	done         chan struct{}
 }
 
 // withPlugins sets up a plugin manager on the store, with the given global
-// chain, and returns the dispatcher's transformer.
-type withPlugins func(ctx context.Context, st *store.Store) (delivery.Transformer, error)
+// chain, and returns the dispatcher's transformer and what closes the
+// plugins' host.
+type withPlugins func(ctx context.Context, st *store.Store) (delivery.Transformer, func(), error)
 
 func startPipeline(ctx context.Context, dbURL string, client *http.Client, rcv *benchReceiver, hooks int, plugins withPlugins) (*pipeline, error) {
 	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
@@ -478,8 +481,10 @@ func startPipeline(ctx context.Context, dbURL string, client *http.Client, rcv *
 		return nil, err
 	}
 	var tr delivery.Transformer
+	closePlugins := func() {}
 	if plugins != nil {
-		if tr, err = plugins(ctx, st); err != nil {
+		if tr, closePlugins, err = plugins(ctx, st); err != nil {
+			st.Close()
 			return nil, err
 		}
 	}
@@ -497,7 +502,7 @@ func startPipeline(ctx context.Context, dbURL string, client *http.Client, rcv *
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	p := &pipeline{st: st, d: d, cancel: cancel, done: make(chan struct{})}
+	p := &pipeline{st: st, d: d, closePlugins: closePlugins, cancel: cancel, done: make(chan struct{})}
 	go func() { defer close(p.done); d.Run(rctx) }()
 	return p, nil
 }
@@ -505,6 +510,7 @@ func startPipeline(ctx context.Context, dbURL string, client *http.Client, rcv *
 func (p *pipeline) stop() {
 	p.cancel()
 	<-p.done
+	p.closePlugins()
 	p.st.Close()
 }
 
@@ -543,7 +549,7 @@ func throughput(ctx context.Context, dbURL string, client *http.Client, rcv *ben
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	pgCPU0, selfCPU0, m0 := postgresCPU(), selfCPU(), machineCPU()
+	pgCPU0, selfCPU0, m0, gc0 := postgresCPU(), selfCPU(), machineCPU(), gcStats()
 	seen0 := rcv.count.Load()
 	start := time.Now()
 	for i := 0; i < *notifications; i++ {
@@ -577,9 +583,9 @@ func throughput(ctx context.Context, dbURL string, client *http.Client, rcv *ben
 	}
 	took := time.Since(start)
 	if os.Getenv("GOVGATE_BENCH_DEBUG") != "" {
-		m := machineCPU().since(m0)
-		fmt.Fprintf(os.Stderr, "debug: %s ingest %.3fs, received %.3fs, recorded %.3fs; cpu: postgres %.2fs, bench process %.2fs; machine idle %.2fs of %.2fs (while ingesting %.2fs of %.2fs)\n",
-			dbURL[:8], ingested.Seconds(), received.Seconds(), took.Seconds(), postgresCPU()-pgCPU0, selfCPU()-selfCPU0, m.idle, m.total, mIngest.idle, mIngest.total)
+		m, gc := machineCPU().since(m0), gcStats().since(gc0)
+		fmt.Fprintf(os.Stderr, "debug: %s ingest %.3fs, received %.3fs, recorded %.3fs; cpu: postgres %.2fs, bench process %.2fs (gc %.2fs in %d cycles, %.0f MB allocated); machine idle %.2fs of %.2fs (while ingesting %.2fs of %.2fs)\n",
+			dbURL[:8], ingested.Seconds(), received.Seconds(), took.Seconds(), postgresCPU()-pgCPU0, selfCPU()-selfCPU0, gc.cpu, gc.cycles, gc.allocMB, m.idle, m.total, mIngest.idle, mIngest.total)
 		debugStatements(ctx, p.st, true)
 	}
 	st, err := p.st.QueueStats(ctx)
@@ -704,24 +710,27 @@ func pluginChain(ctx context.Context, tmp string) (withPlugins, error) {
 		}
 		wasm[name] = b
 	}
-	return func(ctx context.Context, st *store.Store) (delivery.Transformer, error) {
+	return func(ctx context.Context, st *store.Store) (delivery.Transformer, func(), error) {
 		host, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(tmp, "wasm-cache")})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		closeHost := func() { host.Close(context.Background()) }
 		mgr := pluginmgr.New(host, st, "", slog.Default())
 		for _, b := range wasm {
 			if _, err := mgr.Upload(ctx, b); err != nil {
-				return nil, err
+				closeHost()
+				return nil, nil, err
 			}
 		}
 		if err := mgr.SetChain(ctx, core.GlobalChain, []core.ChainEntry{
 			{Plugin: "dao-filter", Config: []byte(`{"daos":["uniswap"]}`)},
 			{Plugin: "slack", Config: []byte(`{}`)},
 		}); err != nil {
-			return nil, err
+			closeHost()
+			return nil, nil, err
 		}
-		return plugindelivery.Transformer(mgr), nil
+		return plugindelivery.Transformer(mgr), closeHost, nil
 	}, nil
 }
 
@@ -907,6 +916,23 @@ func machineCPU() cpuTimes {
 
 func (c cpuTimes) since(before cpuTimes) cpuTimes {
 	return cpuTimes{c.idle - before.idle, c.total - before.total}
+}
+
+// gcTimes is the collector's work so far in this process (debug output).
+type gcTimes struct {
+	cpu     float64 // seconds, estimated by the runtime
+	cycles  uint64
+	allocMB float64
+}
+
+func gcStats() gcTimes {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return gcTimes{cpu: s[0].Value.Float64(), cycles: s[1].Value.Uint64(), allocMB: float64(s[2].Value.Uint64()) / (1 << 20)}
+}
+
+func (g gcTimes) since(o gcTimes) gcTimes {
+	return gcTimes{cpu: g.cpu - o.cpu, cycles: g.cycles - o.cycles, allocMB: g.allocMB - o.allocMB}
 }
 
 // selfCPU is this process's CPU seconds (debug output).
