@@ -128,6 +128,9 @@ type Plugins struct {
 	CacheDir      string        `yaml:"cache_dir"`
 	CallTimeout   time.Duration `yaml:"call_timeout"`
 	MemoryLimitMB uint32        `yaml:"memory_limit_mb"`
+	// MemoryReserveMB is the memory a Go plugin's instance starts with
+	// (wasmhost.Config.MemoryReserveMB); 0: 16, or MemoryLimitMB if lower.
+	MemoryReserveMB uint32 `yaml:"memory_reserve_mb"`
 }
 
 // Default returns the configuration used when a setting is absent.
@@ -335,6 +338,9 @@ func (c *Config) Validate() error {
 		return bad("delivery.poll_interval", "must be positive")
 	case d.Backlog < 0:
 		return bad("delivery.backlog", "must not be negative")
+	}
+	if p := c.Plugins; p.MemoryReserveMB > p.MemoryLimitMB && p.MemoryLimitMB > 0 {
+		return bad("plugins.memory_reserve_mb", "must not be over plugins.memory_limit_mb (%d)", p.MemoryLimitMB)
 	}
 	for i, w := range d.Schedule {
 		if w <= 0 {

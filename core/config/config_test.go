@@ -59,6 +59,7 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"unknown field", "delivery: {timeuot: 1s}", "", "timeuot"},
 		{"chain without rpc", "chains: [{id: 1, name: x}]", "", "chains[0]"},
 		{"jitter", "delivery: {jitter: 2}", "", "delivery.jitter"},
+		{"plugin memory reserve over the limit", "plugins: {memory_limit_mb: 8, memory_reserve_mb: 12}", "", "plugins.memory_reserve_mb"},
 		{"tracing without endpoint", "tracing: {enabled: true}", "", "tracing.endpoint"},
 		{"tracing ratio", "tracing: {enabled: true, endpoint: 'http://127.0.0.1:4318', sample_ratio: 2}", "", "tracing.sample_ratio"},
 		{"tracing header", "", "GOVGATE_TRACING_TRACEPARENT_HEADER=sometimes", "GOVGATE_TRACING_TRACEPARENT_HEADER"},

@@ -192,3 +192,53 @@ func TestWakeFillsThePool(t *testing.T) {
 		t.Errorf("calls and a second Wake started %d instances, want none", got-st.Instantiations)
 	}
 }
+
+// TestReactorStartsInItsReserve: a Go plugin's runtime starts in a memory
+// grown to the host's reserve and takes it as its heap, so that its calls do
+// not grow the memory, which wazero does by copying it. With a reserve
+// below the module's own size the same calls do grow it, which shows that
+// the calls need the room.
+func TestReactorStartsInItsReserve(t *testing.T) {
+	ctx := context.Background()
+	wasm := hostileWasm(t)
+	n := notification("proposal.created", "uniswap")
+	b := body(t, n)
+	sizes := func(reserveMB uint32) (first, last uint32) {
+		h := newHost(t, Config{PoolSize: 1, MemoryReserveMB: reserveMB})
+		info := load(t, h, wasm)
+		// Each call returns a 256 KiB body: the heap reaches its
+		// collector's goal in a few dozen calls.
+		chain := []Entry{{Plugin: info.Name, Config: mode("huge")}}
+		for i := range 60 {
+			if res := h.RunChain(ctx, chain, n, b); !res.Keep {
+				t.Fatalf("reserve %d MB, call %d: %s", reserveMB, i, res.DropReason)
+			}
+			size := idleMemory(t, h, info.Name)
+			if i == 0 {
+				first = size
+			}
+			last = size
+		}
+		return first, last
+	}
+	if first, last := sizes(16); first != 16<<20 || last != first {
+		t.Errorf("reserve 16 MB: memory %d MB after the first call and %d MB after the last, want 16 MB throughout", first>>20, last>>20)
+	}
+	if first, last := sizes(1); last <= first {
+		t.Errorf("reserve 1 MB: memory %d MB after the first call and %d MB after the last; the calls do not need more, so the test shows nothing", first>>20, last>>20)
+	}
+}
+
+// idleMemory is the memory size of the one idle instance of plugin name.
+func idleMemory(t *testing.T, h *Host, name string) uint32 {
+	t.Helper()
+	h.mu.RLock()
+	p := h.plugins[name]
+	h.mu.RUnlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) != 1 {
+		t.Fatalf("%d idle instances, want 1", len(p.idle))
+	}
+	return p.idle[0].mem.Size()
+}

@@ -51,6 +51,13 @@ type Config struct {
 	// MemoryLimitMB caps the linear memory of each instance (default 64). A
 	// Go plugin needs about 8 MB.
 	MemoryLimitMB uint32
+	// MemoryReserveMB is the memory a reactor instance (a module that
+	// exports _initialize, as Go plugins do) starts its runtime with
+	// (default 16, at most MemoryLimitMB). A Go runtime takes the memory it
+	// finds at its start as its own and grows it only beyond that; growing a
+	// memory makes wazero copy it into a larger one, and a Go plugin's heap
+	// grows in half-megabyte steps for its first thousand calls.
+	MemoryReserveMB uint32
 	// CallTimeout bounds one plugin call (default 250ms). A plugin still
 	// running then is stopped and its instance discarded.
 	CallTimeout time.Duration
@@ -71,10 +78,11 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultMemoryLimitMB  = 64
-	DefaultCallTimeout    = 250 * time.Millisecond
-	DefaultInitTimeout    = 5 * time.Second
-	DefaultMaxOutputBytes = 1 << 20
+	DefaultMemoryLimitMB   = 64
+	DefaultMemoryReserveMB = 16
+	DefaultCallTimeout     = 250 * time.Millisecond
+	DefaultInitTimeout     = 5 * time.Second
+	DefaultMaxOutputBytes  = 1 << 20
 	// MaxModuleBytes bounds the size of a plugin's wasm binary.
 	MaxModuleBytes = 64 << 20
 )
@@ -82,6 +90,9 @@ const (
 func (c *Config) setDefaults() {
 	if c.MemoryLimitMB == 0 {
 		c.MemoryLimitMB = DefaultMemoryLimitMB
+	}
+	if c.MemoryReserveMB == 0 {
+		c.MemoryReserveMB = min(DefaultMemoryReserveMB, c.MemoryLimitMB)
 	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = DefaultCallTimeout
@@ -105,6 +116,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.MemoryLimitMB > 4096:
 		return fmt.Errorf("wasmhost: MemoryLimitMB is %d, at most 4096 (the wasm32 address space)", c.MemoryLimitMB)
+	case c.MemoryReserveMB > cmp.Or(c.MemoryLimitMB, DefaultMemoryLimitMB):
+		return fmt.Errorf("wasmhost: MemoryReserveMB is %d, more than the memory limit of %d MB", c.MemoryReserveMB, cmp.Or(c.MemoryLimitMB, DefaultMemoryLimitMB))
 	case c.CallTimeout < 0:
 		return fmt.Errorf("wasmhost: CallTimeout is %s, want a positive duration", c.CallTimeout)
 	case c.InitTimeout < 0:
@@ -203,7 +216,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	h.base = wazero.NewModuleConfig().
 		WithName("").
 		WithArgs("plugin").
-		WithStartFunctions(abi.ExportInitialize).
+		WithStartFunctions(). // instantiate runs _initialize itself
 		WithSysNanotime().
 		WithRandSource(rand.Reader)
 	for _, rt := range []wazero.Runtime{h.rt, h.rtCheck} {

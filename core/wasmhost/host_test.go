@@ -305,6 +305,8 @@ func TestConfigValidate(t *testing.T) {
 		want string
 	}{
 		{"memory", Config{MemoryLimitMB: 5000}, "MemoryLimitMB"},
+		{"reserve over the default limit", Config{MemoryReserveMB: 65}, "MemoryReserveMB"},
+		{"reserve over the limit", Config{MemoryLimitMB: 8, MemoryReserveMB: 9}, "MemoryReserveMB"},
 		{"timeout", Config{CallTimeout: -1}, "CallTimeout"},
 		{"output", Config{MaxOutputBytes: -1}, "MaxOutputBytes"},
 		{"pool", Config{PoolSize: -1}, "PoolSize"},

@@ -258,8 +258,11 @@ func (p *plugin) instantiate(ctx context.Context) (*instance, error) {
 	}
 	var mod api.Module
 	err := h.useRuntime(func() (err error) {
-		mod, err = rt.InstantiateModule(context.WithValue(ictx, instanceKey{}, inst), p.compiled, cfg)
-		return err
+		vctx := context.WithValue(ictx, instanceKey{}, inst)
+		if mod, err = rt.InstantiateModule(vctx, p.compiled, cfg); err != nil {
+			return err
+		}
+		return p.initialize(vctx, mod)
 	})
 	inst.end(cs)
 	if err != nil {
@@ -285,6 +288,33 @@ func (p *plugin) instantiate(ctx context.Context) (*instance, error) {
 	}
 	return inst, nil
 }
+
+// initialize starts a reactor's runtime (its _initialize export, which a
+// module without one does not need) in a memory grown to the host's reserve
+// first: a Go runtime takes the memory it finds at its start as its own and
+// grows it only beyond that. Each growth makes wazero copy the memory into a
+// larger one, and a Go plugin's heap otherwise grows in half-megabyte steps
+// over its first thousand calls, which cost the deliveries of a freshly woken
+// chain about as much CPU as the plugins' own work (README, Performance).
+// The instance that checks an upload is short-lived and keeps the module's
+// own size.
+func (p *plugin) initialize(ctx context.Context, mod api.Module) error {
+	start := mod.ExportedFunction(abi.ExportInitialize)
+	if start == nil {
+		return nil
+	}
+	if mem := mod.ExportedMemory(abi.ExportMemory); mem != nil && !p.checking {
+		if have, want := mem.Size()/wasmPageSize, p.h.cfg.MemoryReserveMB*(1<<20/wasmPageSize); have < want {
+			// Past the memory's own maximum Grow fails, and the runtime
+			// starts in what the module declared.
+			mem.Grow(want - have)
+		}
+	}
+	_, err := start.Call(ctx)
+	return err
+}
+
+const wasmPageSize = 1 << 16
 
 func (inst *instance) close() {
 	if inst.mod != nil {

@@ -35,7 +35,7 @@ func startPlugins(ctx context.Context, cfg config.Config, log *slog.Logger, st *
 			cacheDir = filepath.Join(filepath.Dir(path), "wasm-cache")
 		}
 	}
-	host, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: cacheDir, MemoryLimitMB: cfg.Plugins.MemoryLimitMB, CallTimeout: cfg.Plugins.CallTimeout, Logger: log})
+	host, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: cacheDir, MemoryLimitMB: cfg.Plugins.MemoryLimitMB, MemoryReserveMB: cfg.Plugins.MemoryReserveMB, CallTimeout: cfg.Plugins.CallTimeout, Logger: log})
 	if err != nil {
 		return nil, err
 	}
