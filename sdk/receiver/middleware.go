@@ -87,7 +87,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	if r.ContentLength > limit {
 		return nil, fmt.Errorf("read body: %w", ErrBodyTooLarge)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -96,6 +96,33 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		return nil, fmt.Errorf("read body: %w: %w", errUnreadableBody, err)
 	}
 	return body, nil
+}
+
+// maxFirstRead bounds the buffer that readAll starts with.
+const maxFirstRead = 64 << 10
+
+// readAll is io.ReadAll with a first buffer of the body's declared length
+// and one byte more, which sees its end: a body the transport holds whole
+// is read in one call. io.ReadAll starts at 512 bytes and grows, and on
+// HTTP/2 each read of a body is a round trip to the connection's goroutine
+// (which keeps the flow-control window): a delivery of a few kilobytes
+// would take several. A declared length is the client's word, so the first
+// buffer is at most maxFirstRead; a longer body grows it as io.ReadAll does.
+func readAll(r io.Reader, declared int64) ([]byte, error) {
+	b := make([]byte, 0, min(max(declared+1, 512), maxFirstRead))
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // publicReason is the text sent with a refusal: which rule failed, never the

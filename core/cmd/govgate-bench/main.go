@@ -347,7 +347,7 @@ func run(ctx context.Context) error {
 const benchSecret = "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 
 // benchReceiver is a loopback HTTPS receiver that verifies each delivery's
-// signature, as a real receiver does, and records when it arrived.
+// signature, with the SDK's receiver, and records when it arrived.
 type benchReceiver struct {
 	srv     *http.Server
 	addr    string
@@ -372,17 +372,14 @@ func startReceiver(dir string) (*benchReceiver, error) {
 		return nil, err
 	}
 	r.addr = l.Addr().String()
-	r.srv = &http.Server{Handler: r, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}, ErrorLog: nil}
+	// The SDK's receiver reads and verifies each delivery, as an
+	// integrator's Go receiver would.
+	r.srv = &http.Server{Handler: receiver.Handler(benchSecret, r.deliver), TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}, ErrorLog: nil}
 	go r.srv.ServeTLS(l, "", "")
 	return r, nil
 }
 
-func (r *benchReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, _ := io.ReadAll(req.Body)
-	if err := receiver.Verify(benchSecret, req.Header, body, time.Now()); err != nil {
-		http.Error(w, err.Error(), receiver.StatusCode(err))
-		return
-	}
+func (r *benchReceiver) deliver(w http.ResponseWriter, req *http.Request, _ []byte) {
 	if r.track.Load() {
 		now := time.Now()
 		r.mu.Lock()
