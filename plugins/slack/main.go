@@ -84,7 +84,10 @@ func render(n sdk.Notification, cfg Config) ([]byte, error) {
 		ctx += " · " + n.OccurredAt.UTC().Format(time.RFC3339)
 	}
 	blocks = append(blocks, block{Type: "context", Elements: []text{{Type: "mrkdwn", Text: escape(ctx)}}})
-	return message{Text: event.Truncate(m.Summary, maxText), Blocks: blocks}.appendJSON(nil), nil
+	msg := message{Text: event.Truncate(m.Summary, maxText), Blocks: blocks}
+	// A message is its texts and about 600 bytes of Block Kit around them:
+	// one buffer, not a dozen grown ones.
+	return msg.appendJSON(make([]byte, 0, 1024+2*len(m.Summary)+len(m.Body))), nil
 }
 
 // appendJSON writes the message as encoding/json does (event.Marshal), with

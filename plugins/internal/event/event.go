@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/valyala/fastjson"
 	"math/big"
 	"strings"
 	"unicode/utf8"
@@ -15,53 +16,116 @@ import (
 )
 
 // Data holds the fields of a notification's data that the chat plugins
-// show. Numbers may come as JSON strings or numbers.
+// show (the JSON key of each is in Data.field). Numbers may come as JSON
+// strings or numbers.
 type Data struct {
-	ProposalID  Text `json:"proposalId"`
-	Proposer    Text `json:"proposer"`
-	Title       Text `json:"title"`
-	Description Text `json:"description"`
-	Voter       Text `json:"voter"`
-	Support     Text `json:"support"`
-	Weight      Text `json:"weight"`
-	Reason      Text `json:"reason"`
-	ETA         Text `json:"eta"`
-	Deadline    Text `json:"extendedDeadline"`
+	ProposalID  Text
+	Proposer    Text
+	Title       Text
+	Description Text
+	Voter       Text
+	Support     Text
+	Weight      Text
+	Reason      Text
+	ETA         Text
+	Deadline    Text
 	// Time-driven notifications.
-	ForVotes      Text `json:"forVotes"`
-	AgainstVotes  Text `json:"againstVotes"`
-	AbstainVotes  Text `json:"abstainVotes"`
-	Quorum        Text `json:"quorum"`
-	QuorumReached Text `json:"quorumReached"`
-	SecondsLeft   Text `json:"secondsLeft"`
-	EndsAt        Text `json:"endsAt"`
-	Estimated     Text `json:"estimated"`
+	ForVotes      Text
+	AgainstVotes  Text
+	AbstainVotes  Text
+	Quorum        Text
+	QuorumReached Text
+	SecondsLeft   Text
+	EndsAt        Text
+	Estimated     Text
 }
 
-// Text is a JSON string, number or boolean, kept as text.
+// Text is a JSON string, number or boolean, kept as text: a string
+// unescaped, a number as it is written, a boolean as true or false. Other
+// values (null, objects, arrays) are not shown and leave it empty.
 type Text string
 
-// UnmarshalJSON accepts any JSON scalar.
-func (t *Text) UnmarshalJSON(b []byte) error {
-	if len(b) > 1 && b[0] == '"' {
-		// The decoder calling this has checked b: a string without
-		// escapes is its bytes between the quotes.
-		if inner := b[1 : len(b)-1]; !bytes.ContainsAny(inner, `\"`) {
-			*t = Text(inner)
-			return nil
-		}
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return fmt.Errorf("decode text: %w", err)
-		}
-		*t = Text(s)
+// parsers decode data with fastjson rather than encoding/json: a plugin
+// runs compiled to WebAssembly, where encoding/json's reflection made
+// decoding half of what Describe cost (18 µs of a vote's 37 in the
+// sandbox, against 8 µs with fastjson, whose parser is reused).
+var parsers fastjson.ParserPool
+
+// decode reads d from a JSON object (or null), as encoding/json would into
+// a struct with these keys, except that keys match exactly, not ignoring
+// case. A key given twice keeps its last value.
+func (d *Data) decode(b []byte) error {
+	p := parsers.Get()
+	defer parsers.Put(p)
+	v, err := p.ParseBytes(b)
+	if err != nil {
+		return err
+	}
+	if v.Type() == fastjson.TypeNull {
 		return nil
 	}
-	if len(b) > 0 && (b[0] == '{' || b[0] == '[') {
-		return nil // not shown
+	o, err := v.Object()
+	if err != nil {
+		return err
 	}
-	if string(b) != "null" {
-		*t = Text(b)
+	o.Visit(func(k []byte, v *fastjson.Value) {
+		f := d.field(k)
+		if f == nil {
+			return
+		}
+		switch v.Type() {
+		case fastjson.TypeString:
+			*f = Text(v.GetStringBytes())
+		case fastjson.TypeNumber:
+			*f = Text(v.String())
+		case fastjson.TypeTrue:
+			*f = "true"
+		case fastjson.TypeFalse:
+			*f = "false"
+		}
+	})
+	return nil
+}
+
+// field is the field of d that JSON key k holds; nil for a key not shown.
+func (d *Data) field(k []byte) *Text {
+	switch string(k) {
+	case "proposalId":
+		return &d.ProposalID
+	case "proposer":
+		return &d.Proposer
+	case "title":
+		return &d.Title
+	case "description":
+		return &d.Description
+	case "voter":
+		return &d.Voter
+	case "support":
+		return &d.Support
+	case "weight":
+		return &d.Weight
+	case "reason":
+		return &d.Reason
+	case "eta":
+		return &d.ETA
+	case "extendedDeadline":
+		return &d.Deadline
+	case "forVotes":
+		return &d.ForVotes
+	case "againstVotes":
+		return &d.AgainstVotes
+	case "abstainVotes":
+		return &d.AbstainVotes
+	case "quorum":
+		return &d.Quorum
+	case "quorumReached":
+		return &d.QuorumReached
+	case "secondsLeft":
+		return &d.SecondsLeft
+	case "endsAt":
+		return &d.EndsAt
+	case "estimated":
+		return &d.Estimated
 	}
 	return nil
 }
@@ -93,7 +157,7 @@ type Options struct {
 func Describe(n sdk.Notification, o Options) (Message, error) {
 	var d Data
 	if len(n.Data) > 0 {
-		if err := json.Unmarshal(n.Data, &d); err != nil {
+		if err := d.decode(n.Data); err != nil {
 			return Message{}, fmt.Errorf("decode data of %s: %w", n.Type, err)
 		}
 	}

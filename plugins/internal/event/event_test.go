@@ -64,7 +64,7 @@ func TestFormatUnits(t *testing.T) {
 	}
 }
 
-func TestTextUnmarshal(t *testing.T) {
+func TestDataDecode(t *testing.T) {
 	for raw, want := range map[string]Text{
 		`"plain"`:              "plain",
 		`"with \"quotes\""`:    `with "quotes"`,
@@ -72,22 +72,128 @@ func TestTextUnmarshal(t *testing.T) {
 		`"back\\slash"`:        `back\slash`,
 		`""`:                   "",
 		`12345`:                "12345",
+		`-1.5e3`:               "-1.5e3",
 		`true`:                 "true",
+		`false`:                "false",
 		`null`:                 "",
 		`{"nested":"object"}`:  "",
 		`["an","array"]`:       "",
 		`"unicode é straight"`: "unicode é straight",
 		`"<html> & ampersand"`: "<html> & ampersand",
 	} {
-		var d struct {
-			X Text `json:"x"`
-		}
-		if err := json.Unmarshal([]byte(`{"x":`+raw+`}`), &d); err != nil {
+		var d Data
+		if err := d.decode([]byte(`{"other":1,"reason":` + raw + `}`)); err != nil {
 			t.Errorf("%s: %v", raw, err)
 			continue
 		}
-		if d.X != want {
-			t.Errorf("%s: %q, want %q", raw, d.X, want)
+		if d.Reason != want || d != (Data{Reason: want}) {
+			t.Errorf("%s: %+v, want only Reason %q", raw, d, want)
+		}
+	}
+	for _, bad := range []string{`{"weight":`, `[1]`, `"text"`, `{"a":1} x`, ``} {
+		var d Data
+		if err := d.decode([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	var d Data
+	if err := d.decode([]byte(`null`)); err != nil || d != (Data{}) {
+		t.Errorf("null: %+v, %v; want nothing", d, err)
+	}
+}
+
+// oldText and oldData are Data as it was decoded before fastjson, with
+// encoding/json: the reference that decode must equal.
+type oldText string
+
+func (t *oldText) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*t = oldText(s)
+		return nil
+	}
+	if len(b) > 0 && (b[0] == '{' || b[0] == '[') {
+		return nil
+	}
+	if string(b) != "null" {
+		*t = oldText(b)
+	}
+	return nil
+}
+
+type oldData struct {
+	ProposalID    oldText `json:"proposalId"`
+	Proposer      oldText `json:"proposer"`
+	Title         oldText `json:"title"`
+	Description   oldText `json:"description"`
+	Voter         oldText `json:"voter"`
+	Support       oldText `json:"support"`
+	Weight        oldText `json:"weight"`
+	Reason        oldText `json:"reason"`
+	ETA           oldText `json:"eta"`
+	Deadline      oldText `json:"extendedDeadline"`
+	ForVotes      oldText `json:"forVotes"`
+	AgainstVotes  oldText `json:"againstVotes"`
+	AbstainVotes  oldText `json:"abstainVotes"`
+	Quorum        oldText `json:"quorum"`
+	QuorumReached oldText `json:"quorumReached"`
+	SecondsLeft   oldText `json:"secondsLeft"`
+	EndsAt        oldText `json:"endsAt"`
+	Estimated     oldText `json:"estimated"`
+}
+
+// TestDataDecodeIsUnmarshal compares decode with encoding/json on 20,000
+// random objects: every key of Data and others, values of every JSON type,
+// strings with escapes and non-ASCII text, keys given twice.
+func TestDataDecodeIsUnmarshal(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	keys := []string{"proposalId", "proposer", "title", "description", "voter", "support", "weight", "reason", "eta", "extendedDeadline",
+		"forVotes", "againstVotes", "abstainVotes", "quorum", "quorumReached", "secondsLeft", "endsAt", "estimated", "unknown"}
+	pieces := []string{"a", "é", `"`, `\`, "\n", "\t", "<", ">", "&", "\u2028", "€", "𝄞", " ", "0x", "\x00"}
+	value := func() any {
+		switch r.IntN(7) {
+		case 0:
+			return r.IntN(1 << 20)
+		case 1:
+			return r.Float64() * 1e6
+		case 2:
+			return r.IntN(2) == 0
+		case 3:
+			return nil
+		case 4:
+			return map[string]any{"x": "y"}
+		case 5:
+			return []any{1, "a"}
+		}
+		var b strings.Builder
+		for range r.IntN(20) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	for range 20_000 {
+		b := []byte{'{'}
+		for i := range r.IntN(2 * len(keys)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			k, _ := json.Marshal(keys[r.IntN(len(keys))])
+			v, _ := json.Marshal(value())
+			b = append(append(append(b, k...), ':'), v...)
+		}
+		b = append(b, '}')
+		var old oldData
+		werr := json.Unmarshal(b, &old)
+		want := Data{Text(old.ProposalID), Text(old.Proposer), Text(old.Title), Text(old.Description), Text(old.Voter), Text(old.Support),
+			Text(old.Weight), Text(old.Reason), Text(old.ETA), Text(old.Deadline), Text(old.ForVotes), Text(old.AgainstVotes),
+			Text(old.AbstainVotes), Text(old.Quorum), Text(old.QuorumReached), Text(old.SecondsLeft), Text(old.EndsAt), Text(old.Estimated)}
+		var got Data
+		gerr := got.decode(b)
+		if werr != nil || gerr != nil || got != want {
+			t.Fatalf("%s: decode = %+v, %v; encoding/json = %+v, %v", b, got, gerr, want, werr)
 		}
 	}
 }
