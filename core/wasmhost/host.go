@@ -53,10 +53,11 @@ type Config struct {
 	MemoryLimitMB uint32
 	// MemoryReserveMB is the memory a reactor instance (a module that
 	// exports _initialize, as Go plugins do) starts its runtime with
-	// (default 16, at most MemoryLimitMB). A Go runtime takes the memory it
+	// (default 8, at most MemoryLimitMB). A Go runtime takes the memory it
 	// finds at its start as its own and grows it only beyond that; growing a
 	// memory makes wazero copy it into a larger one, and a Go plugin's heap
-	// grows in half-megabyte steps for its first thousand calls.
+	// grows in half-megabyte steps from 3 MB to about 8 over its first
+	// thousand calls.
 	MemoryReserveMB uint32
 	// CallTimeout bounds one plugin call (default 250ms). A plugin still
 	// running then is stopped and its instance discarded.
@@ -79,7 +80,7 @@ type Config struct {
 // Defaults.
 const (
 	DefaultMemoryLimitMB   = 64
-	DefaultMemoryReserveMB = 16
+	DefaultMemoryReserveMB = 8
 	DefaultCallTimeout     = 250 * time.Millisecond
 	DefaultInitTimeout     = 5 * time.Second
 	DefaultMaxOutputBytes  = 1 << 20

@@ -294,10 +294,9 @@ func (p *plugin) instantiate(ctx context.Context) (*instance, error) {
 // first: a Go runtime takes the memory it finds at its start as its own and
 // grows it only beyond that. Each growth makes wazero copy the memory into a
 // larger one, and a Go plugin's heap otherwise grows in half-megabyte steps
-// over its first thousand calls, which cost the deliveries of a freshly woken
-// chain about as much CPU as the plugins' own work (README, Performance).
-// The instance that checks an upload is short-lived and keeps the module's
-// own size.
+// over its first thousand calls, which the deliveries of a freshly woken
+// chain pay for (README, Performance). The instance that checks an upload
+// is short-lived and keeps the module's own size.
 func (p *plugin) initialize(ctx context.Context, mod api.Module) error {
 	start := mod.ExportedFunction(abi.ExportInitialize)
 	if start == nil {
