@@ -129,7 +129,7 @@ type Plugins struct {
 	CallTimeout   time.Duration `yaml:"call_timeout"`
 	MemoryLimitMB uint32        `yaml:"memory_limit_mb"`
 	// MemoryReserveMB is the memory a Go plugin's instance starts with
-	// (wasmhost.Config.MemoryReserveMB); 0: 16, or MemoryLimitMB if lower.
+	// (wasmhost.Config.MemoryReserveMB); 0: 8, or MemoryLimitMB if lower.
 	MemoryReserveMB uint32 `yaml:"memory_reserve_mb"`
 }
 
