@@ -63,9 +63,8 @@ func (h *Host) Asleep(name string) bool {
 }
 
 // Wake compiles the plugin called name if it is asleep, and fills its pool
-// of instances (plugin.warm): a chain names it, and its first deliveries
-// should not wait for a Go runtime to start (some 10 ms) nor for its memory
-// to grow.
+// of warm instances (plugin.warm): a chain names it, and its first
+// deliveries should not wait for a Go runtime to start (some 10 ms).
 func (h *Host) Wake(ctx context.Context, name string) error {
 	p, err := h.acquireAwake(ctx, name)
 	if err != nil {

@@ -157,13 +157,12 @@ func (p *plugin) take(ctx context.Context) (*instance, error) {
 }
 
 // warm fills the pool: it starts every instance the pool may hold that is
-// not busy, and runs the plugin's samples on each. An instance's first
-// calls start its Go runtime's heap and grow its memory to the size the
-// plugin's work needs, which wazero does by copying the memory into a
-// larger one each time; a warm instance has done that before the first
-// delivery. The pool's instances are otherwise started on demand, so
-// without this the first deliveries after a chain names the plugin pay
-// for it.
+// not busy, and runs the plugin's samples on each, so that an instance's
+// first calls (a Go runtime's first allocations, a config's decoding) are
+// behind it before the first delivery. The pool's instances are otherwise
+// started on demand, so without this the first deliveries after a chain
+// names the plugin pay for it. Its memory starts at the reserve already
+// (initialize).
 func (p *plugin) warm(ctx context.Context) error {
 	var held []*instance
 	for {

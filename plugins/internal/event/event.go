@@ -7,10 +7,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/valyala/fastjson"
 	"math/big"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
 
 	"github.com/govgate/govgate/sdk"
 )
@@ -47,8 +48,8 @@ type Text string
 
 // parsers decode data with fastjson rather than encoding/json: a plugin
 // runs compiled to WebAssembly, where encoding/json's reflection made
-// decoding half of what Describe cost (18 µs of a vote's 37 in the
-// sandbox, against 8 µs with fastjson, whose parser is reused).
+// decoding a vote's data 14 µs of the 18 that Describe took in the
+// sandbox; with fastjson, whose parsers are reused, Describe takes 8.
 var parsers fastjson.ParserPool
 
 // decode reads d from a JSON object (or null), as encoding/json would into
