@@ -2,65 +2,101 @@ package core_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
 const module = "github.com/govgate/govgate/"
 
-// allowed lists, for each package, the govgate packages it may import.
-// Adapters depend on the domain (core) and on leaf libraries (signing,
-// ssrf, secrets), never on each other; core/cmd/... wires them. The
-// exceptions say why.
-var allowed = map[string][]string{
-	"core":          {},
-	"core/chain":    {},
-	"core/secrets":  {},
-	"core/signing":  {},
-	"core/ssrf":     {},
-	"core/store":    {"core"},
-	"core/httpapi":  {"core", "core/ssrf"},
-	"core/delivery": {"core", "core/signing"},
-	"core/health":   {"core"},
-	"core/indexer":  {"core"},
-	"core/tracing":  {"core"},
-	"core/wasmhost": {"core", "sdk/abi"},
-	// The dev chain serves what the gateway connects to.
-	"core/devchain": {"core", "core/chain"},
+// layers places every package of the module in the architecture: for each,
+// the govgate packages it may import. A package not listed here fails
+// TestLayering, so a new package must be placed before its test compiles
+// green. The domain (core) depends on nothing; adapters depend on the domain
+// and on leaf libraries (signing, ssrf, secrets), never on each other;
+// core/cmd/... wires them. Development tooling lives under core/internal/dev
+// and may use what it needs; the production binary links none of it
+// (TestProductionBinaryLinksNoDevTooling). The exceptions say why.
+var layers = map[string][]string{
+	"core":                   {},
+	"core/internal/chain":    {},
+	"core/internal/secrets":  {},
+	"core/internal/signing":  {},
+	"core/internal/ssrf":     {},
+	"core/internal/store":    {"core"},
+	"core/internal/httpapi":  {"core", "core/internal/ssrf"},
+	"core/internal/delivery": {"core", "core/internal/signing"},
+	"core/internal/health":   {"core"},
+	"core/internal/indexer":  {"core"},
+	"core/internal/tracing":  {"core"},
+	"core/internal/wasmhost": {"core", "sdk/abi"},
 	// The plugin manager is the application service over the wasm host.
-	"core/pluginmgr": {"core", "core/wasmhost"},
+	"core/internal/pluginmgr": {"core", "core/internal/wasmhost"},
+	// The adapter from the plugin manager to the dispatcher, shared by the
+	// two commands that wire them.
+	"core/internal/plugindelivery": {"core", "core/internal/delivery", "core/internal/pluginmgr"},
 	// The configuration embeds the adapters' own config structs.
-	"core/config": {"core", "core/chain", "core/health", "core/indexer"},
-	// The admin page is a client of the admin API.
-	"web": {"core", "core/httpapi"},
+	"core/internal/config": {"core", "core/internal/chain", "core/internal/health", "core/internal/indexer"},
+	// The admin page's server renders the page's files and calls the admin
+	// API over HTTP, in-process: it imports no adapter.
+	"core/internal/webui": {"core", "web"},
+	// The admin page's files.
+	"web": {},
+	// Development tooling: the dev chain serves what the gateway connects
+	// to; the test servers and certificates serve the test suites.
+	"core/internal/dev/devchain":      {"core", "core/internal/chain"},
+	"core/internal/dev/pgtest":        {},
+	"core/internal/dev/testcert":      {},
+	"core/internal/dev/e2e":           {},
+	"core/internal/dev/e2e/container": {},
+	"core/internal/dev/schemas":       {},
+	// Commands wire everything.
+	"core/cmd/govgate":       {"*"},
+	"core/cmd/govgate-bench": {"*"},
+	// Example plugins: the sdk and their shared helpers only.
+	"plugins/as-type-filter":  {},
+	"plugins/wat-type-filter": {},
+	"plugins/dao-filter":      {"sdk"},
+	"plugins/event-filter":    {"sdk"},
+	"plugins/discord":         {"sdk", "plugins/internal/event"},
+	"plugins/slack":           {"sdk", "plugins/internal/event"},
+	"plugins/internal/event":  {"sdk"},
 	// The sdk module: standard library only (TestSDKIsStandardLibraryOnly).
-	"sdk":                {"sdk/abi", "sdk/internal/guest"},
-	"sdk/abi":            {},
-	"sdk/internal/guest": {"sdk/abi"},
-	"sdk/plugintest":     {"sdk", "sdk/abi", "sdk/internal/guest"},
-	"sdk/receiver":       {},
+	"sdk":                               {"sdk/abi", "sdk/internal/guest"},
+	"sdk/abi":                           {},
+	"sdk/internal/guest":                {"sdk/abi"},
+	"sdk/plugintest":                    {"sdk", "sdk/abi", "sdk/internal/guest"},
+	"sdk/receiver":                      {},
+	"sdk/receiver/cmd/example-receiver": {"sdk/receiver"},
 }
 
 type pkg struct {
 	path    string
+	name    string
 	doc     string
-	imports []string
+	files   []string // non-test Go files
+	imports []string // govgate packages, non-test
 }
 
-func list(t *testing.T, patterns ...string) []pkg {
+// list runs go list in dir (the module root) on patterns.
+func list(t *testing.T, dir string, patterns ...string) []pkg {
 	t.Helper()
-	args := append([]string{"list", "-f", "{{.ImportPath}}\t{{.Doc}}\t{{join .Imports \" \"}}"}, patterns...)
-	out, err := exec.Command("go", args...).Output()
+	args := append([]string{"list", "-f", "{{.ImportPath}}\t{{.Name}}\t{{.Doc}}\t{{join .GoFiles \" \"}}\t{{join .Imports \" \"}}"}, patterns...)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
 	var pkgs []pkg
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.SplitN(line, "\t", 3)
-		p := pkg{path: strings.TrimPrefix(f[0], module), doc: f[1]}
-		for _, imp := range strings.Fields(f[2]) {
+		f := strings.SplitN(line, "\t", 5)
+		p := pkg{path: strings.TrimPrefix(f[0], module), name: f[1], doc: f[2], files: strings.Fields(f[3])}
+		for _, imp := range strings.Fields(f[4]) {
 			if strings.HasPrefix(imp, module) {
 				p.imports = append(p.imports, strings.TrimPrefix(imp, module))
 			}
@@ -70,33 +106,98 @@ func list(t *testing.T, patterns ...string) []pkg {
 	return pkgs
 }
 
-func TestAdaptersDoNotImportEachOther(t *testing.T) {
-	seen := 0
-	for _, p := range list(t, "../core/...", "../web/...", "../sdk/...") {
-		ok, listed := allowed[p.path]
-		if !listed {
+// layering returns what is wrong with pkgs against layers: a package that is
+// not placed, or an import the layering does not allow.
+func layering(pkgs []pkg, layers map[string][]string) []string {
+	var errs []string
+	for _, p := range pkgs {
+		ok, placed := layers[p.path]
+		if !placed {
+			errs = append(errs, fmt.Sprintf("package %s is not placed in the architecture: add it to layers in core/architecture_test.go with the packages it may import", p.path))
 			continue
 		}
-		seen++
 		for _, imp := range p.imports {
-			permitted := false
-			for _, a := range ok {
-				if imp == a {
-					permitted = true
-				}
-			}
-			if !permitted {
-				t.Errorf("%s imports %s, which the architecture does not allow (see allowed in this file)", p.path, imp)
+			if !slices.Contains(ok, imp) && !slices.Contains(ok, "*") {
+				errs = append(errs, fmt.Sprintf("%s imports %s, which the architecture does not allow (see layers in core/architecture_test.go)", p.path, imp))
 			}
 		}
 	}
-	if seen < len(allowed) {
-		t.Errorf("checked %d of the %d packages listed; a package was renamed or removed", seen, len(allowed))
+	return errs
+}
+
+func TestLayering(t *testing.T) {
+	pkgs := list(t, "..", "./...", "./sdk/...")
+	for _, e := range layering(pkgs, layers) {
+		t.Error(e)
+	}
+	seen := map[string]bool{}
+	for _, p := range pkgs {
+		seen[p.path] = true
+	}
+	for p := range layers {
+		if !seen[p] {
+			t.Errorf("layers places %s, which does not exist: remove it or follow its rename", p)
+		}
+	}
+}
+
+// TestLayeringDeniesAnUnplacedPackage adds a package to a copy of the module's
+// layout in a temporary module and checks that the layering refuses it.
+func TestLayeringDeniesAnUnplacedPackage(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module "+strings.TrimSuffix(module, "/")+"\n\ngo 1.26\n")
+	write("core/core.go", "// Package core is the domain.\npackage core\n")
+	write("core/internal/store/store.go", "// Package store is placed.\npackage store\n\nimport _ \""+module+"core\"\n")
+	write("core/internal/newthing/newthing.go", "// Package newthing is not placed.\npackage newthing\n\nimport _ \""+module+"core/internal/store\"\n")
+	errs := layering(list(t, dir, "./..."), layers)
+	if len(errs) != 1 || !strings.Contains(errs[0], "core/internal/newthing is not placed") {
+		t.Fatalf("layering of a module with an unplaced package: %q, want one error naming core/internal/newthing", errs)
+	}
+}
+
+// TestOnlyTheSDKTheDomainAndWebAreImportable checks that every library
+// package outside internal/ is one that users may import: the sdk, the domain
+// and the admin page's files. A folder outside internal/ may also hold a
+// package of documentation alone (doc.go), the home of a plugin's tests.
+func TestOnlyTheSDKTheDomainAndWebAreImportable(t *testing.T) {
+	for _, p := range list(t, "..", "./...", "./sdk/...") {
+		switch {
+		case p.name == "main", strings.Contains("/"+p.path+"/", "/internal/"),
+			p.path == "core", p.path == "web", p.path == "sdk", strings.HasPrefix(p.path, "sdk/"):
+		case len(p.files) == 1 && p.files[0] == "doc.go":
+		default:
+			t.Errorf("package %s can be imported from outside the module: move it under internal/ (files %v)", p.path, p.files)
+		}
+	}
+}
+
+// TestProductionBinaryLinksNoDevTooling checks that govgate as built for
+// production (go tool task build: -tags nodevchain) links no development
+// tooling: no dev chain, no test certificates, no test server.
+func TestProductionBinaryLinksNoDevTooling(t *testing.T) {
+	cmd := exec.Command("go", "list", "-tags", "nodevchain nomsgpack", "-deps", "./core/cmd/govgate")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, module+"core/internal/dev/") || strings.Contains(dep, "/testing") || strings.HasSuffix(dep, "/testutil") {
+			t.Errorf("the production govgate links %s", dep)
+		}
 	}
 }
 
 func TestEveryPackageHasADocComment(t *testing.T) {
-	for _, p := range list(t, "../...") {
+	for _, p := range list(t, "..", "./...", "./sdk/...") {
 		if p.doc == "" {
 			t.Errorf("package %s has no package doc comment", p.path)
 		}

@@ -2,7 +2,7 @@
 // of the plugin ABI: the names a plugin imports and exports, how a
 // notification, a delivery body and a batch of configs are laid out in the
 // plugin's memory, and how the plugin's decisions come back. The host
-// (core/wasmhost) and the Go SDK (sdk) both speak it through this package;
+// (core/internal/wasmhost) and the Go SDK (sdk) both speak it through this package;
 // sdk/ABI.md describes it for authors of plugins in other languages.
 //
 // It uses the standard library only, so it builds for GOOS=wasip1.

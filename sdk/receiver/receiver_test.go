@@ -18,7 +18,7 @@ import (
 )
 
 // vector is one entry of testdata/vectors.json, which
-// testdata/genvectors writes and core/signing's tests also load.
+// testdata/genvectors writes and core/internal/signing's tests also load.
 type vector struct {
 	Name             string `json:"name"`
 	Secret           string `json:"secret"`

@@ -17,11 +17,11 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 
 	"github.com/govgate/govgate/core"
-	"github.com/govgate/govgate/core/chain"
-	"github.com/govgate/govgate/core/devchain"
-	"github.com/govgate/govgate/core/indexer"
-	"github.com/govgate/govgate/core/secrets"
-	"github.com/govgate/govgate/core/store"
+	"github.com/govgate/govgate/core/internal/chain"
+	"github.com/govgate/govgate/core/internal/dev/devchain"
+	"github.com/govgate/govgate/core/internal/indexer"
+	"github.com/govgate/govgate/core/internal/secrets"
+	"github.com/govgate/govgate/core/internal/store"
 )
 
 // The delegation benchmark indexes *delegationEvents events (the figure is

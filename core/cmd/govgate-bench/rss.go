@@ -22,9 +22,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/govgate/govgate/core/internal/testcert"
-	"github.com/govgate/govgate/core/secrets"
-	"github.com/govgate/govgate/core/store"
+	"github.com/govgate/govgate/core/internal/dev/testcert"
+	"github.com/govgate/govgate/core/internal/secrets"
+	"github.com/govgate/govgate/core/internal/store"
 )
 
 // The rss part measures the resident memory of the delivering gateway

@@ -10,12 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/govgate/govgate/core"
-	"github.com/govgate/govgate/core/chain"
-	"github.com/govgate/govgate/core/config"
-	"github.com/govgate/govgate/core/health"
-	"github.com/govgate/govgate/core/httpapi"
-	"github.com/govgate/govgate/core/indexer"
-	"github.com/govgate/govgate/core/store"
+	"github.com/govgate/govgate/core/internal/chain"
+	"github.com/govgate/govgate/core/internal/config"
+	"github.com/govgate/govgate/core/internal/health"
+	"github.com/govgate/govgate/core/internal/httpapi"
+	"github.com/govgate/govgate/core/internal/indexer"
+	"github.com/govgate/govgate/core/internal/store"
 )
 
 // chainService wires the chain gateways, the indexers and the health monitor.

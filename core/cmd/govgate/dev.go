@@ -18,13 +18,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/govgate/govgate/core/chain"
-	"github.com/govgate/govgate/core/config"
-	"github.com/govgate/govgate/core/devchain"
-	"github.com/govgate/govgate/core/indexer"
-	"github.com/govgate/govgate/core/internal/testcert"
-	"github.com/govgate/govgate/core/signing"
-	"github.com/govgate/govgate/core/store"
+	"github.com/govgate/govgate/core/internal/chain"
+	"github.com/govgate/govgate/core/internal/config"
+	"github.com/govgate/govgate/core/internal/dev/devchain"
+	"github.com/govgate/govgate/core/internal/dev/testcert"
+	"github.com/govgate/govgate/core/internal/indexer"
+	"github.com/govgate/govgate/core/internal/signing"
+	"github.com/govgate/govgate/core/internal/store"
 	"github.com/govgate/govgate/sdk/receiver"
 )
 

@@ -7,8 +7,8 @@ import (
 	"errors"
 	"log/slog"
 
-	"github.com/govgate/govgate/core/config"
-	"github.com/govgate/govgate/core/store"
+	"github.com/govgate/govgate/core/internal/config"
+	"github.com/govgate/govgate/core/internal/store"
 )
 
 // Production builds (`go tool task build`, the container image) use the

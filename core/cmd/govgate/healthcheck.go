@@ -13,7 +13,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/govgate/govgate/core/config"
+	"github.com/govgate/govgate/core/internal/config"
 )
 
 // healthcheck probes the listeners of a govgate serving on this host, with

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/govgate/govgate/core/config"
+	"github.com/govgate/govgate/core/internal/config"
 )
 
 func TestLocalAddr(t *testing.T) {

@@ -10,13 +10,13 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/govgate/govgate/core/cmd/internal/plugindelivery"
-	"github.com/govgate/govgate/core/config"
-	"github.com/govgate/govgate/core/delivery"
-	"github.com/govgate/govgate/core/httpapi"
-	"github.com/govgate/govgate/core/pluginmgr"
-	"github.com/govgate/govgate/core/store"
-	"github.com/govgate/govgate/core/wasmhost"
+	"github.com/govgate/govgate/core/internal/config"
+	"github.com/govgate/govgate/core/internal/delivery"
+	"github.com/govgate/govgate/core/internal/httpapi"
+	"github.com/govgate/govgate/core/internal/plugindelivery"
+	"github.com/govgate/govgate/core/internal/pluginmgr"
+	"github.com/govgate/govgate/core/internal/store"
+	"github.com/govgate/govgate/core/internal/wasmhost"
 )
 
 // pluginService wires the WebAssembly host and the plugin manager into the

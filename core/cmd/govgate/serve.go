@@ -21,15 +21,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/govgate/govgate/core"
-	"github.com/govgate/govgate/core/config"
-	"github.com/govgate/govgate/core/delivery"
-	"github.com/govgate/govgate/core/httpapi"
-	"github.com/govgate/govgate/core/secrets"
-	"github.com/govgate/govgate/core/signing"
-	"github.com/govgate/govgate/core/ssrf"
-	"github.com/govgate/govgate/core/store"
-	"github.com/govgate/govgate/core/tracing"
-	"github.com/govgate/govgate/web"
+	"github.com/govgate/govgate/core/internal/config"
+	"github.com/govgate/govgate/core/internal/delivery"
+	"github.com/govgate/govgate/core/internal/httpapi"
+	"github.com/govgate/govgate/core/internal/secrets"
+	"github.com/govgate/govgate/core/internal/signing"
+	"github.com/govgate/govgate/core/internal/ssrf"
+	"github.com/govgate/govgate/core/internal/store"
+	"github.com/govgate/govgate/core/internal/tracing"
+	"github.com/govgate/govgate/core/internal/webui"
 )
 
 // DefaultConfigPath is read when --config is not given; it may be absent.
@@ -310,7 +310,7 @@ func adminHandler(cfg config.Config, log *slog.Logger, st httpapi.AdminStore, re
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { admin.ServeHTTP(w, r) })
 	// The page reads proposals from the REST API's routes, in-process too.
 	rest := httpapi.NewAPI(httpapi.APIConfig{DAOs: cfg.DAOs, Health: chains.Health(), Logger: log, Routes: chains.APIRoutes()})
-	if ui, err := web.New(web.Config{API: api, REST: rest, Token: cfg.Admin.Token, Logger: log, SecureCookies: cfg.Admin.SecureCookies}); err != nil {
+	if ui, err := webui.New(webui.Config{API: api, REST: rest, Token: cfg.Admin.Token, Logger: log, SecureCookies: cfg.Admin.SecureCookies}); err != nil {
 		log.Error("admin page disabled; the admin API still runs", "err", err)
 	} else {
 		ac.UI, ac.Authorized = ui, ui.Authorized

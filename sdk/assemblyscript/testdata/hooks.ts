@@ -1,5 +1,5 @@
 // hooks is a plugin that exercises every part of the library, for the Go
-// test core/wasmhost/assemblyscript_test.go, which builds it with
+// test core/internal/wasmhost/assemblyscript_test.go, which builds it with
 //
 //   node_modules/.bin/asc testdata/hooks.ts --runtime minimal --exportStart _initialize \
 //     --use abort=assembly/index/abort -O3 --outFile OUT.wasm
@@ -29,7 +29,7 @@ filter((n: Notification, cfg: JSONValue): Decision => {
   if (m == "abort") assert(false, "boom");
   if (m == "log") log(LEVEL_WARN, "hello from " + n.id);
   if (m == "vote") {
-    // BenchmarkPluginCallASVote: what core/wasmhost/testdata/votefilter
+    // BenchmarkPluginCallASVote: what core/internal/wasmhost/testdata/votefilter
     // does in Go, decode the vote and keep it when in favour with a weight.
     const v = parseJSON(n.data);
     const support = v.get("support");

@@ -1,5 +1,5 @@
 // Command genvectors writes the delivery-signing test vectors that the
-// receiver (sdk/receiver) and the signer (core/signing) tests both load. It
+// receiver (sdk/receiver) and the signer (core/internal/signing) tests both load. It
 // computes every signature with crypto/hmac directly, independent of either
 // package, and checks the Standard Webhooks specification's published
 // example before writing anything.

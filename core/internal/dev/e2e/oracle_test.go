@@ -1,0 +1,333 @@
+package e2e_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/accounts/abi"
+	"github.com/gin-gonic/gin"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/chain"
+	"github.com/govgate/govgate/core/internal/dev/devchain"
+	"github.com/govgate/govgate/core/internal/httpapi"
+	"github.com/govgate/govgate/core/internal/indexer"
+	"github.com/govgate/govgate/core/internal/secrets"
+	"github.com/govgate/govgate/core/internal/store"
+)
+
+// oracleABI is what the test asks the governors, independently of the
+// indexer: state(), the tallies (proposalVotes on OpenZeppelin, the
+// proposals getter on Bravo and Alpha) and the quorum.
+const oracleABI = `[
+{"type":"function","name":"state","stateMutability":"view","inputs":[{"name":"id","type":"uint256"}],"outputs":[{"name":"","type":"uint8"}]},
+{"type":"function","name":"proposalVotes","stateMutability":"view","inputs":[{"name":"id","type":"uint256"}],"outputs":[
+ {"name":"againstVotes","type":"uint256"},{"name":"forVotes","type":"uint256"},{"name":"abstainVotes","type":"uint256"}]},
+{"type":"function","name":"quorum","stateMutability":"view","inputs":[{"name":"timepoint","type":"uint256"}],"outputs":[{"name":"","type":"uint256"}]},
+{"type":"function","name":"quorumVotes","stateMutability":"view","inputs":[],"outputs":[{"name":"","type":"uint256"}]},
+{"type":"function","name":"proposalSnapshot","stateMutability":"view","inputs":[{"name":"id","type":"uint256"}],"outputs":[{"name":"","type":"uint256"}]}
+]`
+
+// bravoProposalsABI and alphaProposalsABI are the public proposals(uint)
+// getters: Bravo's struct has abstainVotes, Alpha's has not.
+const bravoProposalsABI = `[{"type":"function","name":"proposals","stateMutability":"view","inputs":[{"name":"","type":"uint256"}],"outputs":[
+ {"name":"id","type":"uint256"},{"name":"proposer","type":"address"},{"name":"eta","type":"uint256"},
+ {"name":"startBlock","type":"uint256"},{"name":"endBlock","type":"uint256"},{"name":"forVotes","type":"uint256"},
+ {"name":"againstVotes","type":"uint256"},{"name":"abstainVotes","type":"uint256"},{"name":"canceled","type":"bool"},{"name":"executed","type":"bool"}]}]`
+
+const alphaProposalsABI = `[{"type":"function","name":"proposals","stateMutability":"view","inputs":[{"name":"","type":"uint256"}],"outputs":[
+ {"name":"id","type":"uint256"},{"name":"proposer","type":"address"},{"name":"eta","type":"uint256"},
+ {"name":"startBlock","type":"uint256"},{"name":"endBlock","type":"uint256"},{"name":"forVotes","type":"uint256"},
+ {"name":"againstVotes","type":"uint256"},{"name":"canceled","type":"bool"},{"name":"executed","type":"bool"}]}]`
+
+// oracle asks a governor at one block, over the chain's JSON-RPC.
+type oracle struct {
+	t     *testing.T
+	gw    *chain.Gateway
+	block *big.Int
+}
+
+func (o oracle) call(d *devchain.Deployment, abiJSON, method string, args ...any) []any {
+	o.t.Helper()
+	a, err := abi.JSON(strings.NewReader(abiJSON))
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	data, err := a.Pack(method, args...)
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	out, err := o.gw.CallContract(context.Background(), ethereum.CallMsg{To: &d.Governor, Data: data}, o.block)
+	if err != nil {
+		o.t.Fatalf("%s %s: %v", d.Slug, method, err)
+	}
+	vals, err := a.Methods[method].Outputs.Unpack(out)
+	if err != nil {
+		o.t.Fatalf("%s %s: %v", d.Slug, method, err)
+	}
+	return vals
+}
+
+// truth is what the contract says of one proposal.
+type truth struct {
+	state                  string
+	forV, against, abstain string
+	quorum                 *string // nil where it cannot be read yet (pending)
+}
+
+func (o oracle) truth(d *devchain.Deployment, id *big.Int, voteStart uint64) truth {
+	var tr truth
+	tr.state = core.StateName(o.call(d, oracleABI, "state", id)[0].(uint8))
+	str := func(v any) string { return v.(*big.Int).String() }
+	switch d.Kind {
+	case core.KindOZGovernor:
+		v := o.call(d, oracleABI, "proposalVotes", id)
+		tr.against, tr.forV, tr.abstain = str(v[0]), str(v[1]), str(v[2])
+		if tr.state != core.ProposalPending && tr.state != core.ProposalCanceled {
+			snap := o.call(d, oracleABI, "proposalSnapshot", id)[0].(*big.Int)
+			if snap.Uint64() != voteStart {
+				o.t.Errorf("%s %s: snapshot %s, served voteStart %d", d.Slug, id, snap, voteStart)
+			}
+			q := str(o.call(d, oracleABI, "quorum", snap)[0])
+			tr.quorum = &q
+		}
+	case core.KindGovernorBravo:
+		v := o.call(d, bravoProposalsABI, "proposals", id)
+		tr.forV, tr.against, tr.abstain = str(v[5]), str(v[6]), str(v[7])
+	case core.KindGovernorAlpha:
+		v := o.call(d, alphaProposalsABI, "proposals", id)
+		tr.forV, tr.against, tr.abstain = str(v[5]), str(v[6]), "0"
+	}
+	if d.Kind != core.KindOZGovernor && tr.state != core.ProposalPending && tr.state != core.ProposalCanceled {
+		q := str(o.call(d, oracleABI, "quorumVotes")[0])
+		tr.quorum = &q
+	}
+	return tr
+}
+
+// TestServedProposalsAreTheContracts stages proposals in every state each
+// governor family can reach (all eight across them, block and timestamp
+// clocks), indexes the chain into a real store, and compares every proposal
+// the REST API serves with what its governor answers to eth_call at the
+// indexed block: state(), the tallies and the quorum at the snapshot. Then
+// it moves the chain on and compares again, and checks every notification
+// the indexer stored against the published JSON Schema.
+func TestServedProposalsAreTheContracts(t *testing.T) {
+	ctx := context.Background()
+	c, err := devchain.Start(ctx, devchain.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	staged, err := c.StageAllStates(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Both stores index the same staged chain and are compared with it
+	// before time moves on, then again after.
+	type backend struct {
+		name string
+		st   *store.Store
+		r    *indexer.Runner
+		api  *httptest.Server
+	}
+	var backends []*backend
+	for _, b := range []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "govgate.db") }},
+		{"postgres", func(t *testing.T) string { url, _ := pgURL(t); return url }},
+	} {
+		st, err := store.Open(ctx, b.url(t), testBox(t), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		gw, err := chain.New(c.ChainConfig(), chain.Options{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gw.Close()
+		daos := c.DAOs()
+		for i := range daos {
+			daos[i].NotifyHistory = true // check every notification against the schema
+		}
+		r, err := indexer.NewRunner(gw, st, indexer.NewLocalLocker(), devchain.ChainID, 0, daos, indexer.Config{}, indexer.Options{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: daos, Health: staticHealth{}, Logger: slog.New(slog.DiscardHandler),
+			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(st, daos, slog.New(slog.DiscardHandler))}}))
+		defer api.Close()
+		backends = append(backends, &backend{name: b.name, st: st, r: r, api: api})
+	}
+	gw, err := chain.New(c.ChainConfig(), chain.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+
+	compare := func(t *testing.T, be *backend) map[string]int {
+		t.Helper()
+		if err := be.r.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		for _, d := range c.Deployments() {
+			cur, _, err := be.st.Cursor(ctx, d.Slug)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := oracle{t: t, gw: gw, block: new(big.Int).SetUint64(cur.Block)}
+			var list struct{ Items []core.Proposal }
+			getJSON(t, be.api.URL+"/"+d.Slug+"/proposals?limit=500", &list)
+			for _, p := range list.Items {
+				id, _ := new(big.Int).SetString(p.ProposalID, 10)
+				tr := o.truth(d, id, p.VoteStart)
+				served := truth{state: p.State, forV: p.ForVotes, against: p.AgainstVotes, abstain: p.AbstainVotes, quorum: p.Quorum}
+				if tr.quorum == nil {
+					served.quorum = nil // not readable on chain yet: nothing to compare
+				}
+				if fmt.Sprint(served.state, served.forV, served.against, served.abstain, deref(served.quorum)) !=
+					fmt.Sprint(tr.state, tr.forV, tr.against, tr.abstain, deref(tr.quorum)) {
+					t.Errorf("%s proposal %s at block %d:\n served   %+v quorum %s\n contract %+v quorum %s",
+						d.Slug, p.ProposalID, cur.Block, served, deref(served.quorum), tr, deref(tr.quorum))
+				}
+				if tr.quorum != nil && p.Quorum == nil {
+					t.Errorf("%s proposal %s (%s): no quorum served, the contract says %s", d.Slug, p.ProposalID, p.State, *tr.quorum)
+				}
+				if p.Clock != d.Clock {
+					t.Errorf("%s proposal %s: clock %q, want %q", d.Slug, p.ProposalID, p.Clock, d.Clock)
+				}
+				seen[p.State]++
+			}
+		}
+		return seen
+	}
+
+	for _, be := range backends {
+		t.Run(be.name+"/staged", func(t *testing.T) {
+			seen := compare(t, be)
+			for _, s := range core.ProposalStates {
+				if seen[s] == 0 {
+					t.Errorf("no proposal served in state %s: %v", s, seen)
+				}
+			}
+			for _, p := range staged {
+				var got struct{ Proposal core.Proposal }
+				getJSON(t, be.api.URL+"/"+p.DAO.Slug+"/proposals/"+p.ID.String(), &got)
+				if got.Proposal.State != p.Expect {
+					t.Errorf("%s proposal %s: served %s, staged as %s", p.DAO.Slug, p.ID, got.Proposal.State, p.Expect)
+				}
+			}
+			var active struct{ Items []core.Proposal }
+			getJSON(t, be.api.URL+"/proposals?state=active&limit=500", &active)
+			if len(active.Items) != seen[core.ProposalActive] {
+				t.Errorf("GET /proposals?state=active: %d, the DAOs serve %d", len(active.Items), seen[core.ProposalActive])
+			}
+			t.Logf("served = contract for %v", seen)
+		})
+	}
+
+	// Time moves on: pending proposals open, active ones close.
+	c.Mine(40)
+	if err := c.AdjustTime(3600e9); err != nil {
+		t.Fatal(err)
+	}
+	for _, be := range backends {
+		t.Run(be.name+"/later", func(t *testing.T) {
+			t.Logf("after 40 blocks and an hour: %v", compare(t, be))
+
+			// Every notification the indexer stored is valid under the schema.
+			sch := notificationSchema(t)
+			ns, err := be.st.ListNotifications(ctx, core.NotificationFilter{Limit: 500})
+			if err != nil {
+				t.Fatal(err)
+			}
+			types := map[string]int{}
+			for _, n := range ns {
+				body, err := store.NotificationBody(n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(body)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := sch.Validate(v); err != nil {
+					t.Errorf("%s %s: %v\n%s", n.Type, n.ID, err, body)
+				}
+				types[n.Type]++
+			}
+			for _, typ := range []string{core.TypeProposalActive, core.TypeProposalSucceeded, core.TypeProposalDefeated, core.TypeProposalExpired} {
+				if types[typ] == 0 {
+					t.Errorf("no %s notification among %v", typ, types)
+				}
+			}
+		})
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}
+
+func notificationSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	sch, err := c.Compile("../../../../docs/schemas/notification.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch
+}
+
+// staticHealth serves no health: the oracle test reads proposals only.
+type staticHealth struct{}
+
+func (staticHealth) JSON(string) ([]byte, int, bool) { return nil, 0, false }
+
+func testBox(t *testing.T) *secrets.Box {
+	t.Helper()
+	key := make([]byte, 32)
+	rand.Read(key)
+	box, err := secrets.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return box
+}
