@@ -233,8 +233,14 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 		notes[r.ID] = note{n, r.Body, r.TraceParent}
 	}
 	rows.Close()
+	// A read that ended early must fail the claim: the deliveries it did
+	// not read about would look orphaned below. Their leases bring them back.
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim deliveries: load notifications: %w", err)
+	}
 	type hook struct{ url, secret string }
 	hooks := make(map[int64]hook, len(wIDs))
+	inactive := map[int64]bool{}
 	rows, err = s.pool().QueryContext(ctx, s.bind(`SELECT id, url, state, secret_ciphertext FROM webhooks WHERE id IN (`+marks(len(wIDs))+`)`), wIDs...)
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: load webhooks: %w", err)
@@ -246,6 +252,7 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 			return nil, fmt.Errorf("claim deliveries: load webhooks: %w", err)
 		}
 		if h.State != string(core.WebhookActive) {
+			inactive[h.ID] = true
 			continue
 		}
 		secret, err := s.openSecret(h.URL, h.SecretCiphertext)
@@ -256,16 +263,26 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 		hooks[h.ID] = hook{url: h.URL, secret: secret}
 	}
 	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim deliveries: load webhooks: %w", err)
+	}
 	jobs := make([]core.Job, 0, len(claimed))
 	for _, c := range claimed {
+		if inactive[c.webhook] {
+			// The webhook was deactivated between fan-out and claim; its
+			// deactivation canceled the rest.
+			if _, err := s.pool().ExecContext(ctx, s.bind(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND lease_token = ?`),
+				string(core.DeliveryCanceled), now, now, "webhook deactivated", c.id, token); err != nil {
+				return nil, fmt.Errorf("claim deliveries: cancel a deactivated webhook's delivery: %w", err)
+			}
+			continue
+		}
 		n, okN := notes[c.note]
 		h, okH := hooks[c.webhook]
 		if !okN || !okH {
-			// The webhook was deactivated between fan-out and claim; its
-			// deactivation canceled the rest.
-			s.pool().ExecContext(ctx, s.bind(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND lease_token = ?`),
-				string(core.DeliveryCanceled), now, now, "webhook deactivated", c.id, token)
-			continue
+			// Rows that reference each other cannot be missing: a read
+			// that came back short is a failed read, and cancels nothing.
+			return nil, fmt.Errorf("claim deliveries: delivery %d: its notification or webhook was not read", c.id)
 		}
 		jobs = append(jobs, core.Job{
 			DeliveryID: c.id, LeaseToken: token, LeaseExpires: now.Add(lease), Attempt: c.attempts,
@@ -334,8 +351,10 @@ func (s *Store) claimJoined(ctx context.Context, update string, args []any, toke
 	}
 	for _, id := range orphans {
 		// The webhook was deactivated between fan-out and claim.
-		s.pool().ExecContext(ctx, s.bind(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND lease_token = ?`),
-			string(core.DeliveryCanceled), now, now, "webhook deactivated", id, token)
+		if _, err := s.pool().ExecContext(ctx, s.bind(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND lease_token = ?`),
+			string(core.DeliveryCanceled), now, now, "webhook deactivated", id, token); err != nil {
+			return nil, fmt.Errorf("claim deliveries: cancel a deactivated webhook's delivery: %w", err)
+		}
 	}
 	return jobs, nil
 }

@@ -56,6 +56,10 @@ type Options struct {
 	// Tracer starts each new notification's trace; nil (the default) stores
 	// no trace context and costs nothing.
 	Tracer NotificationTracer
+
+	// sqliteDriver is the database/sql driver of SQLite: "" for the
+	// default; tests put a fault-injecting wrapper in (export_test.go).
+	sqliteDriver string
 }
 
 // Open connects to url ("sqlite:PATH" or "postgres://…"), runs pending
@@ -95,7 +99,7 @@ func Open(ctx context.Context, url string, cipher Cipher, opts Options) (*Store,
 		// the time does: the queue compares them in SQL, and databases
 		// written by earlier versions hold that form.
 		dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_time_format=sqlite"
-		db, err = gorm.Open(sqlite.Open(dsn), gcfg)
+		db, err = gorm.Open(sqlite.New(sqlite.Config{DriverName: opts.sqliteDriver, DSN: dsn}), gcfg)
 		dialect = SQLite
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		db, err = gorm.Open(postgres.Open(url), gcfg)
