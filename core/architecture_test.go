@@ -22,18 +22,20 @@ const module = "github.com/govgate/govgate/"
 // and may use what it needs; the production binary links none of it
 // (TestProductionBinaryLinksNoDevTooling). The exceptions say why.
 var layers = map[string][]string{
-	"core":                   {},
-	"core/internal/chain":    {},
-	"core/internal/secrets":  {},
-	"core/internal/signing":  {},
-	"core/internal/ssrf":     {},
-	"core/internal/store":    {"core"},
-	"core/internal/httpapi":  {"core", "core/internal/ssrf"},
-	"core/internal/delivery": {"core", "core/internal/signing"},
-	"core/internal/health":   {"core"},
-	"core/internal/indexer":  {"core"},
-	"core/internal/tracing":  {"core"},
-	"core/internal/wasmhost": {"core", "sdk/abi"},
+	"core":                  {},
+	"core/internal/chain":   {},
+	"core/internal/secrets": {},
+	"core/internal/signing": {},
+	"core/internal/ssrf":    {},
+	// The owner of a process's goroutines: a leaf, used by the commands.
+	"core/internal/supervisor": {},
+	"core/internal/store":      {"core"},
+	"core/internal/httpapi":    {"core", "core/internal/ssrf"},
+	"core/internal/delivery":   {"core", "core/internal/signing"},
+	"core/internal/health":     {"core"},
+	"core/internal/indexer":    {"core"},
+	"core/internal/tracing":    {"core"},
+	"core/internal/wasmhost":   {"core", "sdk/abi"},
 	// The plugin manager is the application service over the wasm host.
 	"core/internal/pluginmgr": {"core", "core/internal/wasmhost"},
 	// The adapter from the plugin manager to the dispatcher, shared by the
