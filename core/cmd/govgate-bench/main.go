@@ -840,8 +840,17 @@ func pluginChain(ctx context.Context, tmp string) (withPlugins, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		closeHost := func() { host.Close(context.Background()) }
 		mgr := pluginmgr.New(host, st, "", slog.Default())
+		// As govgate serve does: the manager's Run prepares each
+		// notification's global outcome ahead of the workers.
+		mctx, stop := context.WithCancel(ctx)
+		running := make(chan struct{})
+		go func() { defer close(running); mgr.Run(mctx, 2*time.Second) }()
+		closeHost := func() {
+			stop()
+			<-running
+			host.Close(context.Background())
+		}
 		for _, b := range wasm {
 			if _, err := mgr.Upload(ctx, b); err != nil {
 				closeHost()
