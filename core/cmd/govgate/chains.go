@@ -16,6 +16,7 @@ import (
 	"github.com/govgate/govgate/core/internal/httpapi"
 	"github.com/govgate/govgate/core/internal/indexer"
 	"github.com/govgate/govgate/core/internal/store"
+	"github.com/govgate/govgate/core/internal/supervisor"
 )
 
 // chainService wires the chain gateways, the indexers and the health monitor.
@@ -28,12 +29,20 @@ type chainService struct {
 	monitor  *health.Monitor
 }
 
-func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *store.Store, producer *wakingStore, reg *prometheus.Registry, runBG func(string, func(context.Context) error)) (*chainService, error) {
+// startChains starts, under the supervisor, an indexer per chain with DAOs
+// and the health monitor; the gateways close after the indexers stop.
+func startChains(cfg config.Config, log *slog.Logger, st *store.Store, producer *wakingStore, reg *prometheus.Registry, sup *supervisor.Supervisor) (*chainService, error) {
 	s := &chainService{st: st, daos: cfg.DAOs, log: log, gateways: map[uint64]*chain.Gateway{}, runners: map[uint64]*indexer.Runner{}}
 	gwMetrics, ixMetrics := chain.NewMetrics(), indexer.NewMetrics()
 	reg.MustRegister(gwMetrics.Collectors()...)
 	reg.MustRegister(ixMetrics.Collectors()...)
 	var locker indexer.Locker = storeLocker{st}
+	sup.OnStop("chain gateways", func(context.Context) error {
+		for _, gw := range s.gateways {
+			gw.Close()
+		}
+		return nil
+	})
 	for _, ch := range cfg.Chains {
 		gw, err := chain.New(ch, chain.Options{Logger: log, Metrics: gwMetrics})
 		if err != nil {
@@ -56,7 +65,7 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 		}
 		s.runners[ch.ID] = r
 		reg.MustRegister(r.Collector())
-		runBG(fmt.Sprintf("indexer of chain %d", ch.ID), r.Run)
+		sup.Go(fmt.Sprintf("indexer of chain %d", ch.ID), r.Run, nil)
 	}
 	for _, d := range cfg.DAOs {
 		if _, ok := s.gateways[d.ChainID]; !ok {
@@ -91,13 +100,10 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 	}
 	s.monitor = mon
 	mon.Refresh()
-	go mon.Run(ctx)
-	go func() {
-		<-ctx.Done()
-		for _, gw := range s.gateways {
-			gw.Close()
-		}
-	}()
+	sup.Go("health monitor", func(ctx context.Context) error {
+		mon.Run(ctx)
+		return nil
+	}, nil)
 	return s, nil
 }
 

@@ -31,6 +31,12 @@ type Config struct {
 	SecretKey   string   `yaml:"secret_key"` // base64 of 32 bytes; prefer GOVGATE_SECRET_KEY
 	LogLevel    string   `yaml:"log_level"`
 	LogFormat   string   `yaml:"log_format"` // text or json
+	// ShutdownTimeout bounds how long govgate takes to stop after SIGTERM or
+	// SIGINT, whatever the database's state: listeners drain, attempts under
+	// way finish and their results are recorded until then; what cannot be
+	// recorded by then is left to its lease (and the log says how many).
+	// Keep it under the orchestrator's grace period (Kubernetes: 30 s).
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 
 	Registration Registration        `yaml:"registration"`
 	Delivery     Delivery            `yaml:"delivery"`
@@ -136,13 +142,16 @@ type Plugins struct {
 // Default returns the configuration used when a setting is absent.
 func Default() Config {
 	return Config{
-		DatabaseURL:  "sqlite:data/govgate.db",
-		API:          Listener{Addr: "127.0.0.1:8080"},
-		Webhooks:     Listener{Addr: "127.0.0.1:8081"},
-		Admin:        Admin{Addr: "127.0.0.1:8082"},
-		LogLevel:     "info",
-		LogFormat:    "text",
-		Registration: Registration{RatePerMinute: 60, Burst: 20},
+		DatabaseURL: "sqlite:data/govgate.db",
+		API:         Listener{Addr: "127.0.0.1:8080"},
+		Webhooks:    Listener{Addr: "127.0.0.1:8081"},
+		Admin:       Admin{Addr: "127.0.0.1:8082"},
+		LogLevel:    "info",
+		LogFormat:   "text",
+		// Enough for the attempts under way to end (delivery.timeout, 10 s)
+		// and be recorded, within Kubernetes's default 30 s grace period.
+		ShutdownTimeout: 25 * time.Second,
+		Registration:    Registration{RatePerMinute: 60, Burst: 20},
 		Delivery: Delivery{
 			Timeout:               10 * time.Second,
 			Workers:               64,
@@ -208,6 +217,7 @@ const (
 	EnvAdminSecureCookies = "GOVGATE_ADMIN_SECURE_COOKIES"
 	EnvLogLevel           = "GOVGATE_LOG_LEVEL"
 	EnvLogFormat          = "GOVGATE_LOG_FORMAT"
+	EnvShutdownTimeout    = "GOVGATE_SHUTDOWN_TIMEOUT"
 	EnvPluginsDir         = "GOVGATE_PLUGINS_DIR"
 	EnvRegistrationPerMin = "GOVGATE_REGISTRATION_RATE_PER_MINUTE"
 	EnvTracingHeader      = "GOVGATE_TRACING_TRACEPARENT_HEADER"
@@ -252,6 +262,13 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 			return fmt.Errorf("config: %s: %w", EnvDeliveryTimeout, err)
 		}
 		c.Delivery.Timeout = d
+	}
+	if v := getenv(EnvShutdownTimeout); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("config: %s: %w", EnvShutdownTimeout, err)
+		}
+		c.ShutdownTimeout = d
 	}
 	if v := getenv(EnvDeliveryWorkers); v != "" {
 		n, err := strconv.Atoi(v)
@@ -316,6 +333,9 @@ func (c *Config) Validate() error {
 	case "text", "json":
 	default:
 		return bad("log_format", "want text or json, got %q", c.LogFormat)
+	}
+	if c.ShutdownTimeout <= 0 {
+		return bad("shutdown_timeout", "must be positive")
 	}
 	if c.Registration.RatePerMinute <= 0 || c.Registration.Burst <= 0 {
 		return bad("registration", "rate_per_minute and burst must be positive")
