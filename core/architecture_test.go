@@ -56,6 +56,7 @@ var layers = map[string][]string{
 	"core/internal/dev/e2e":           {},
 	"core/internal/dev/e2e/container": {},
 	"core/internal/dev/schemas":       {},
+	"core/internal/dev/vulncheck":     {},
 	// Commands wire everything.
 	"core/cmd/govgate":       {"*"},
 	"core/cmd/govgate-bench": {"*"},

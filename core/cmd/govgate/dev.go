@@ -52,7 +52,7 @@ func startDevChain(ctx context.Context, cfg *config.Config, log *slog.Logger, su
 	if err != nil {
 		return nil, fmt.Errorf("dev chain: %w", err)
 	}
-	sup.OnStop("dev chain", func(context.Context) error { c.Close(); return nil })
+	sup.OnStop("dev chain", func(context.Context) error { return c.Close() })
 	d := &devEnv{chain: c, log: log}
 	cc := c.ChainConfig()
 	cfg.Chains = []chain.ChainConfig{cc.WithDefaults()}

@@ -227,7 +227,7 @@ func shutdownServer(srv *http.Server) func(context.Context) error {
 	return func(ctx context.Context) error {
 		err := srv.Shutdown(ctx)
 		if err != nil {
-			srv.Close()
+			err = errors.Join(err, srv.Close())
 		}
 		return err
 	}

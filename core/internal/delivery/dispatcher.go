@@ -766,7 +766,7 @@ func (d *Dispatcher) send(ctx context.Context, j core.Job) core.AttemptResult {
 		return d.failed(res, 0, nil)
 	}
 	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseExcerpt))
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused; what is left of the body is not ours to judge
 	resp.Body.Close()
 	res.Duration = time.Since(start)
 	res.StatusCode, res.ResponseExcerpt = resp.StatusCode, string(bytes.ToValidUTF8(excerpt, []byte("?")))

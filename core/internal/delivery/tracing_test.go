@@ -80,7 +80,7 @@ func TestAttemptJoinsTheStoredTrace(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range s.Attributes {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	for k, want := range map[string]string{"govgate.webhook.id": "3", "govgate.delivery.id": "7", "govgate.delivery.attempt": "1",
 		"http.response.status_code": "503", "govgate.delivery.outcome": "retry"} {

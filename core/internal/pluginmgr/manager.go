@@ -155,7 +155,9 @@ func (m *Manager) Sync(ctx context.Context) error {
 	}
 	for name := range m.loaded {
 		if _, ok := want[name]; !ok {
-			m.host.Unload(name)
+			if err := m.host.Unload(name); err != nil {
+				m.log.Warn("plugin unload", "plugin", name, "err", err)
+			}
 			delete(m.loaded, name)
 			m.log.Info("plugin unloaded", "plugin", name)
 		}
@@ -566,7 +568,7 @@ func (m *Manager) prepareLoop(ctx context.Context) {
 		case p := <-m.prepare:
 			if global := (*m.chains.Load())[core.GlobalChain]; len(global) > 0 {
 				// A failure is Apply's to report: it computes the outcome again.
-				m.apply(ctx, global, false, p.n, p.body)
+				_, _ = m.apply(ctx, global, false, p.n, p.body)
 			}
 		}
 	}

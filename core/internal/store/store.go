@@ -129,8 +129,7 @@ func Open(ctx context.Context, url string, cipher Cipher, opts Options) (*Store,
 	}
 	s := &Store{db: db, dialect: dialect, cipher: cipher, log: log, now: func() time.Time { return time.Now().UTC() }, tracer: opts.Tracer}
 	if err := s.migrate(ctx); err != nil {
-		sqlDB.Close()
-		return nil, err
+		return nil, errors.Join(err, sqlDB.Close())
 	}
 	return s, nil
 }
@@ -157,19 +156,6 @@ func (s *Store) Ping(ctx context.Context) error {
 		return err
 	}
 	return sqlDB.PingContext(ctx)
-}
-
-// isUniqueViolation reports whether err is a unique-constraint failure on
-// either database.
-func isUniqueViolation(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, gorm.ErrDuplicatedKey) {
-		return true
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "SQLSTATE 23505") || strings.Contains(msg, "duplicate key value")
 }
 
 func notFound(what string) error {

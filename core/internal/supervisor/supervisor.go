@@ -82,7 +82,9 @@ func (s *Supervisor) OnStop(name string, stop func(ctx context.Context) error) {
 		// Stopping already: close it now, as its turn has passed.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		stop(ctx)
+		if err := stop(ctx); err != nil {
+			s.log.Warn("stop", "part", name, "err", err)
+		}
 	}
 }
 

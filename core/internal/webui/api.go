@@ -79,7 +79,8 @@ func (u *UI) callOn(ctx context.Context, h http.Handler, method, path string, bo
 		var eb struct {
 			Error struct{ Code, Message string }
 		}
-		json.Unmarshal(data, &eb)
+		// A body not in the API's error shape leaves Code and Message empty.
+		_ = json.Unmarshal(data, &eb)
 		return res.StatusCode, &apiError{Status: res.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
 	}
 	if out != nil && len(data) > 0 {
