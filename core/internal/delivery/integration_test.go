@@ -324,8 +324,9 @@ func TestStopGivesBackWhatItHasNotStarted(t *testing.T) {
 		r.notify(t, fmt.Sprintf("n-stop-%d", i))
 	}
 	<-started // one attempt under way; four parked behind it
+	// Once cancel returns the context is done, and the worker that ends the
+	// attempt sees it: it takes no parked job.
 	r.cancel()
-	time.Sleep(50 * time.Millisecond)
 	close(unblock)
 	<-r.done
 	stats, err := r.st.QueueStats(ctx)
