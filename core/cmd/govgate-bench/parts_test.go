@@ -110,6 +110,8 @@ BenchmarkPluginCall-2   	    2000	     52011 ns/op	        45.30 p50_us	        
 BenchmarkPluginSize-2   	       1	         1.000 ns/op	       312.5 size_kb_dao-filter	        14.25 size_kb_as-type-filter
 BenchmarkAttempt/tracing=off-2         	   20000	      4321 ns/op	    2048 B/op	      33 allocs/op
 BenchmarkAttempt/tracing=on-2          	   20000	      6543 ns/op	    4096 B/op	      51 allocs/op
+BenchmarkDelegatesPage100k/sqlite-2    	       1	 123 ns/op	         0.2100 delegates_page_ms_sqlite	         0.3300 delegates_page_50k_ms_sqlite
+BenchmarkDelegatesPage100k/postgres-2  	       1	 456 ns/op	         0.4000 delegates_page_ms_postgres
 --- BENCH: BenchmarkPluginCall-2
     bench_test.go:10: a log line
 PASS
@@ -122,6 +124,7 @@ func TestReportGoBench(t *testing.T) {
 		{name: "call_p50_us", bench: "BenchmarkPluginCall", metric: "p50_us", what: "-"},
 		{name: "size_kb_*", bench: "BenchmarkPluginSize", metric: "size_kb_*", what: "-"},
 		{name: "attempt_allocs_tracing_on", bench: "BenchmarkAttempt/tracing=on", metric: "allocs/op", what: "-"},
+		{name: "page_ms_*", bench: "BenchmarkDelegatesPage100k", metric: "delegates_page_ms_*", what: "-"},
 	}}
 	var out bytes.Buffer
 	rec = &recorder{w: &out}
@@ -132,12 +135,20 @@ func TestReportGoBench(t *testing.T) {
 	if err := rec.end(); err != nil {
 		t.Fatal(err)
 	}
-	want := "bench call_p50_us: 45.30\nbench size_kb_as-type-filter: 14.25\nbench size_kb_dao-filter: 312.5\nbench attempt_allocs_tracing_on: 51\n"
+	want := "bench call_p50_us: 45.30\nbench size_kb_as-type-filter: 14.25\nbench size_kb_dao-filter: 312.5\nbench attempt_allocs_tracing_on: 51\nbench page_ms_postgres: 0.4000\nbench page_ms_sqlite: 0.2100\n"
 	if out.String() != want {
 		t.Fatalf("printed\n%s\nwant\n%s", out.String(), want)
 	}
 	if v := rec.figures[2].Value; v != 312.5 {
 		t.Fatalf("size_kb_dao-filter recorded %v, want 312.5", v)
+	}
+
+	// A figure two sub-benchmarks report is ambiguous.
+	amb := &part{name: "x", goBench: &goBench{}, figures: []figure{{name: "ns", bench: "BenchmarkAttempt", metric: "ns/op", what: "-"}}}
+	rec = &recorder{w: &out}
+	rec.begin(amb)
+	if err := reportGoBench(amb, lines); err == nil || !strings.Contains(err.Error(), "2 sub-benchmarks") {
+		t.Fatalf("err %v, want one saying the figure is ambiguous", err)
 	}
 
 	// A figure whose benchmark or metric the output lacks fails the part.

@@ -177,7 +177,9 @@ func reportGoBench(p *part, lines []benchLine) error {
 	for _, f := range p.figures {
 		var found []result
 		for _, l := range lines {
-			if l.name != f.bench {
+			// A figure's benchmark may have sub-benchmarks (one per store,
+			// say), each reporting metrics of its own names.
+			if l.name != f.bench && !strings.HasPrefix(l.name, f.bench+"/") {
 				continue
 			}
 			for unit, text := range l.metrics {
@@ -199,6 +201,9 @@ func reportGoBench(p *part, lines []benchLine) error {
 		if len(found) == 0 {
 			missing = append(missing, fmt.Sprintf("%s (%s %s)", f.name, f.bench, f.metric))
 			continue
+		}
+		if len(found) > 1 && !strings.HasSuffix(f.name, "*") {
+			return fmt.Errorf("figure %s: %s reports %s in %d sub-benchmarks: name one (BenchmarkX/sub)", f.name, f.bench, f.metric, len(found))
 		}
 		slices.SortFunc(found, func(a, b result) int { return strings.Compare(a.Name, b.Name) })
 		for _, res := range found {
