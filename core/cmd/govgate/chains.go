@@ -89,7 +89,7 @@ func startChains(cfg config.Config, log *slog.Logger, st *store.Store, producer 
 		Indexer: func(dao string) (health.IndexerStatus, bool) {
 			for _, r := range s.runners {
 				if st, ok := r.Status(dao); ok {
-					return health.IndexerStatus(st), true
+					return st, true
 				}
 			}
 			return health.IndexerStatus{}, false

@@ -53,13 +53,9 @@ type Config struct {
 	// LockRetry is how often a process without the chain's lease tries to
 	// take it, hence how soon it takes over from a dead holder.
 	LockRetry time.Duration `yaml:"lock_retry"`
-	// LaggingBlocks and LaggingAfter make a DAO "lagging" when it is more
-	// blocks, or more seconds of chain time, behind the confirmed head.
-	LaggingBlocks uint64        `yaml:"lagging_blocks"`
-	LaggingAfter  time.Duration `yaml:"lagging_after"`
-	// StalledAfter makes a DAO "stalled" when no poll has succeeded, or the
-	// cursor has not moved while behind, for that long.
-	StalledAfter time.Duration `yaml:"stalled_after"`
+	// The thresholds of the DAOs' indexing states in the indexer's status
+	// (lagging_blocks, lagging_after, stalled_after).
+	core.IndexingThresholds `yaml:",inline"`
 	// EndingSoon are the leads before a proposal's voteEnd at which
 	// proposal.ending_soon is pushed, longest first. A lead longer than the
 	// proposal's whole voting period is skipped for it.
@@ -68,14 +64,11 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultPollInterval  = 2 * time.Second
-	DefaultInitialRange  = 1000
-	DefaultMaxRange      = 10_000
-	DefaultKeepBlocks    = 128
-	DefaultLockRetry     = 2 * time.Second
-	DefaultLaggingBlocks = 20
-	DefaultLaggingAfter  = 5 * time.Minute
-	DefaultStalledAfter  = 2 * time.Minute
+	DefaultPollInterval = 2 * time.Second
+	DefaultInitialRange = 1000
+	DefaultMaxRange     = 10_000
+	DefaultKeepBlocks   = 128
+	DefaultLockRetry    = 2 * time.Second
 )
 
 // growBelow: a range that returned fewer logs than this may double.
@@ -90,8 +83,7 @@ func (c Config) WithDefaults() Config {
 	}
 	set(&c.PollInterval, DefaultPollInterval)
 	set(&c.LockRetry, DefaultLockRetry)
-	set(&c.LaggingAfter, DefaultLaggingAfter)
-	set(&c.StalledAfter, DefaultStalledAfter)
+	c.IndexingThresholds = c.IndexingThresholds.WithDefaults()
 	if c.InitialRange == 0 {
 		c.InitialRange = DefaultInitialRange
 	}
@@ -100,9 +92,6 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.KeepBlocks == 0 {
 		c.KeepBlocks = DefaultKeepBlocks
-	}
-	if c.LaggingBlocks == 0 {
-		c.LaggingBlocks = DefaultLaggingBlocks
 	}
 	if c.EndingSoon == nil {
 		c.EndingSoon = []time.Duration{24 * time.Hour, time.Hour}
@@ -226,7 +215,7 @@ func NewRunner(c Chain, store Store, locker Locker, chainID, confirmations uint6
 		s := &daoState{
 			dao: d, governor: gov, governorHex: gov.Hex(), rangeSize: cfg.InitialRange,
 			// Until the store says otherwise, everything below the start block is done.
-			status: DAOStatus{DAO: d.Slug, ChainID: chainID, State: StatusSyncing, LastIndexedBlock: max(d.StartBlock, 1) - 1},
+			status: DAOStatus{DAO: d.Slug, ChainID: chainID, State: core.IndexingSyncing, LastIndexedBlock: max(d.StartBlock, 1) - 1},
 		}
 		r.daos = append(r.daos, s)
 		r.bySlug[d.Slug] = s

@@ -262,7 +262,7 @@ func TestLifecycleNotifications(t *testing.T) {
 		t.Errorf("%d oz votes, want 4", n)
 	}
 	s, ok := r.Status(c.OZ.Slug)
-	if !ok || s.State != StatusFresh || s.LagBlocks != 0 || !s.CaughtUp || s.LastIndexedBlock != s.Head {
+	if !ok || s.State != core.IndexingFresh || s.LagBlocks != 0 || !s.CaughtUp || s.LastIndexedBlock != s.Head {
 		t.Errorf("status %+v", s)
 	}
 
