@@ -683,7 +683,7 @@ type notificationsData struct {
 	LiveSrc   string
 }
 
-var knownTypes = []string{core.TypeProposalCreated, core.TypeProposalActive, core.TypeVoteCast, core.TypeProposalEndingSoon, core.TypeProposalSucceeded, core.TypeProposalDefeated, core.TypeProposalQueued, core.TypeProposalExecuted, core.TypeProposalExpired, core.TypeProposalCanceled, core.TypeProposalExtended, core.TypeTest}
+var knownTypes = core.NotificationTypes()
 
 func (u *UI) notifications(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
