@@ -2,10 +2,10 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net/url"
 	"strconv"
 	"strings"
@@ -109,7 +109,9 @@ func ownerCases(t *testing.T, pending, finished int64) []specCase {
 	admin := map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"}
 	patch := `{"url":"` + ownerHook + `","types":["proposal.*"],"daos":["uniswap"],"maxPerSecond":5,"burst":2}`
 	big := `{"url": "` + ownerHook + `", "pad": "` + strings.Repeat("x", httpapi.MaxRequestBody) + `"}`
-	replayOne := func(id int64) string { return `{"url":"` + ownerHook + `","deliveryId":` + strconv.FormatInt(id, 10) + `}` }
+	replayOne := func(id int64) string {
+		return `{"url":"` + ownerHook + `","deliveryId":` + strconv.FormatInt(id, 10) + `}`
+	}
 	text := map[string]string{"Content-Type": "text/plain"}
 	replayed := sg.body(ownerSecret, `{"url":"`+ownerHook+`","types":["vote.cast"]}`)
 	return []specCase{
