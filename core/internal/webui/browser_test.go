@@ -457,7 +457,7 @@ func TestScreenshotsFromDev(t *testing.T) {
 	// A global chain that keeps the dev DAOs, and the Slack format on the
 	// demo receiver's own deliveries: it verifies the signature over the
 	// transformed bytes.
-	api("PUT", "/admin/api/chain", map[string]any{"items": []any{map[string]any{"plugin": "dao-filter", "config": map[string]any{"daos": []string{"dev-oz", "dev-bravo"}}}}})
+	api("PUT", "/admin/api/chain", map[string]any{"items": []any{map[string]any{"plugin": "dao-filter", "config": map[string]any{"daos": []string{"dev-oz", "dev-bravo", "dev-oz-time"}}}}})
 	api("PUT", "/admin/api/webhooks/1/chain", map[string]any{"items": []any{map[string]any{"plugin": "slack", "config": map[string]any{}}}})
 
 	// Let the scripted activity run: proposals, votes, queues, executions.
@@ -503,12 +503,6 @@ func TestScreenshotsFromDev(t *testing.T) {
 	tb.wantText("#webhooks-table", "hooks.example.com", "/govgate", "100%")
 	tb.shot("webhooks")
 
-	tb.do("detail", chromedp.Navigate(base+"/admin/ui/webhooks/1"), chromedp.WaitVisible(chromedp.ID("deliveries")))
-	tb.wantText("#deliveries", "Succeeded")
-	tb.do("attempt log", chromedp.Click(chromedp.CSS("#deliveries details.attempts summary")), chromedp.WaitVisible(chromedp.CSS("#deliveries details.attempts table")))
-	tb.wantText("#deliveries details.attempts table", "204", "slack")
-	tb.shot("webhook-detail", "#deliveries > li:nth-child(7)")
-
 	// An owner's webhook: subscribed, ordered, throttled, its secret rotated
 	// by the operator; its receiver is unreachable, so the line is blocked.
 	resp, body = apiDo(t, "POST", "http://"+g.webhooks+"/webhooks", "", map[string]any{"url": "https://owner.example.com/govgate",
@@ -534,6 +528,13 @@ func TestScreenshotsFromDev(t *testing.T) {
 	tb.do("owner's webhook", chromedp.Navigate(base+fmt.Sprintf("/admin/ui/webhooks/%d", owned.Items[0].ID)), chromedp.WaitVisible(chromedp.ID("owner-settings")))
 	tb.wantText("#owner-settings", "proposal.*", "dev-oz", "blocked", "5 per second", "two secrets sign", "admin")
 	tb.shot("webhook-owner", "#owner-settings")
+
+	tb.do("detail", chromedp.Navigate(base+"/admin/ui/webhooks/1"), chromedp.WaitVisible(chromedp.ID("deliveries")))
+	tb.wantText("#deliveries", "Succeeded")
+	tb.do("attempt log", chromedp.Click(chromedp.CSS("#deliveries details.attempts summary")), chromedp.WaitVisible(chromedp.CSS("#deliveries details.attempts table")))
+	tb.wantText("#deliveries details.attempts table", "204", "slack")
+	tb.shot("webhook-detail", "#deliveries > li:nth-child(7)")
+
 
 	tb.do("plugins", chromedp.Navigate(base+"/admin/ui/plugins"), chromedp.WaitVisible(chromedp.ID("plugins-table")))
 	tb.wantText("#plugins-table", "dao-filter", "slack", "wat-type-filter")
