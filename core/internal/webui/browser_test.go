@@ -535,7 +535,6 @@ func TestScreenshotsFromDev(t *testing.T) {
 	tb.wantText("#deliveries details.attempts table", "204", "slack")
 	tb.shot("webhook-detail", "#deliveries > li:nth-child(7)")
 
-
 	tb.do("plugins", chromedp.Navigate(base+"/admin/ui/plugins"), chromedp.WaitVisible(chromedp.ID("plugins-table")))
 	tb.wantText("#plugins-table", "dao-filter", "slack", "wat-type-filter")
 	tb.scripted()
