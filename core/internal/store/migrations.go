@@ -310,7 +310,7 @@ func migrate0020(tx *gorm.DB) error {
 		`ALTER TABLE webhooks ADD COLUMN burst INTEGER NOT NULL DEFAULT 0`,
 		`ALTER TABLE webhooks ADD COLUMN throttle_tat_us BIGINT NOT NULL DEFAULT 0`,
 		`ALTER TABLE webhooks ADD COLUMN ordered_head BIGINT NOT NULL DEFAULT 0`,
-		`CREATE INDEX ix_webhooks_ordered ON webhooks (id) WHERE ordered = 1`,
+		`CREATE INDEX ix_webhooks_ordered ON webhooks (state, id) WHERE ordered = 1`,
 		// The lines of ordered webhooks, in order; empty for everyone else.
 		`CREATE INDEX ix_deliveries_waiting ON deliveries (webhook_id, id) WHERE state = 'waiting'`,
 	} {
