@@ -375,12 +375,23 @@ func TestOrderedDeliveryHoldsTheLineAndSparesTheNeighbour(t *testing.T) {
 		}
 		// The neighbour gets everything while the line is held.
 		waitUntil(t, "the unordered neighbour's deliveries", func() bool { return len(rcv.arrivals("/free")) >= n })
-		v, err := st.WebhookView(ctx, ordered.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !v.Ordering.Blocked || v.Ordering.Head == nil || v.Ordering.Head.NotificationID != failing || !strings.Contains(v.Ordering.BlockedReason, "500") {
+		// The line is held at the failing delivery until the test releases
+		// it, and the owner's view says so once that delivery has failed.
+		var v core.WebhookView
+		waitUntil(t, "the owner's view to say the line is blocked", func() bool {
+			var err error
+			if v, err = st.WebhookView(ctx, ordered.ID); err != nil {
+				t.Fatal(err)
+			}
+			return v.Ordering.Blocked
+		})
+		if v.Ordering.Head == nil || v.Ordering.Head.NotificationID != failing || !strings.Contains(v.Ordering.BlockedReason, "500") {
 			t.Fatalf("the owner's view does not say the line is blocked by %s: %+v", failing, v.Ordering)
+		}
+		for _, a := range rcv.arrivals("/ordered") {
+			if idOf(a) > failing {
+				t.Fatalf("%s reached the ordered endpoint while %s was failing", idOf(a), failing)
+			}
 		}
 		if v.Ordering.Waiting != int64(n-8) {
 			t.Errorf("%d deliveries waiting behind the head, want %d", v.Ordering.Waiting, n-8)

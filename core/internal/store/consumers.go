@@ -279,9 +279,10 @@ func (s *Store) WebhookView(ctx context.Context, id int64) (core.WebhookView, er
 		if len(head) == 1 && (head[0].State == string(core.DeliveryPending) || head[0].State == string(core.DeliveryInFlight)) {
 			d := head[0].domain()
 			v.Ordering.Head = &d
-			// A pending head with attempts behind it has failed: the line
-			// waits for its retries. In flight, an attempt is under way.
-			if d.State == core.DeliveryPending && d.Attempts > 0 {
+			// A head that has failed waits for its retries, and the line
+			// with it: pending after an attempt, or in flight again (a claim
+			// counts the attempt it starts).
+			if (d.State == core.DeliveryPending && d.Attempts > 0) || (d.State == core.DeliveryInFlight && d.Attempts > 1) {
 				v.Ordering.Blocked = true
 				v.Ordering.BlockedReason = fmt.Sprintf("delivery %d (notification %s) failed %d attempt(s), last: %s; next attempt at %s; %d waiting behind it",
 					d.ID, d.NotificationID, d.Attempts, orDash(d.LastError), d.NextAttemptAt.Format(time.RFC3339), v.Ordering.Waiting)
