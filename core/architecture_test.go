@@ -33,6 +33,8 @@ var layers = map[string][]string{
 	"core/internal/delivery": {"core", "core/internal/signing"},
 	"core/internal/health":   {"core"},
 	"core/internal/indexer":  {"core"},
+	// The calldata decoder: the domain's Action, go-ethereum's ABI codec.
+	"core/internal/calldata": {"core"},
 	"core/internal/tracing":  {"core"},
 	"core/internal/wasmhost": {"core", "sdk/abi"},
 	// The plugin manager is the application service over the wasm host.
