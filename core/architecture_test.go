@@ -43,7 +43,7 @@ var layers = map[string][]string{
 	// two commands that wire them.
 	"core/internal/plugindelivery": {"core", "core/internal/delivery", "core/internal/pluginmgr"},
 	// The configuration embeds the adapters' own config structs.
-	"core/internal/config": {"core", "core/internal/chain", "core/internal/health", "core/internal/indexer"},
+	"core/internal/config": {"core", "core/internal/calldata", "core/internal/chain", "core/internal/health", "core/internal/indexer"},
 	// The admin page's server renders the page's files and calls the admin
 	// API over HTTP, in-process: it imports no adapter.
 	"core/internal/webui": {"core", "web"},

@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/calldata"
 	"github.com/govgate/govgate/core/internal/chain"
 	"github.com/govgate/govgate/core/internal/health"
 	"github.com/govgate/govgate/core/internal/indexer"
@@ -40,6 +41,9 @@ type Config struct {
 	Indexer      indexer.Config      `yaml:"indexer"`
 	Health       health.Config       `yaml:"health"`
 	Tracing      Tracing             `yaml:"tracing"`
+	// Decode names the operator's ABIs and signatures, with which
+	// proposals' calls decode beyond the embedded curated set.
+	Decode calldata.Config `yaml:"decode"`
 }
 
 // Tracing configures OpenTelemetry traces, exported over OTLP/HTTP: one
@@ -209,6 +213,8 @@ const (
 	EnvLogLevel           = "GOVGATE_LOG_LEVEL"
 	EnvLogFormat          = "GOVGATE_LOG_FORMAT"
 	EnvPluginsDir         = "GOVGATE_PLUGINS_DIR"
+	EnvDecodeABIDir       = "GOVGATE_DECODE_ABI_DIR"
+	EnvDecodeSignatures   = "GOVGATE_DECODE_SIGNATURES_FILE"
 	EnvRegistrationPerMin = "GOVGATE_REGISTRATION_RATE_PER_MINUTE"
 	EnvTracingHeader      = "GOVGATE_TRACING_TRACEPARENT_HEADER"
 )
@@ -232,6 +238,8 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str(EnvLogLevel, &c.LogLevel)
 	str(EnvLogFormat, &c.LogFormat)
 	str(EnvPluginsDir, &c.Plugins.Dir)
+	str(EnvDecodeABIDir, &c.Decode.ABIDir)
+	str(EnvDecodeSignatures, &c.Decode.SignaturesFile)
 	if v := getenv(EnvDeliveryAllowPriv); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -380,6 +388,9 @@ func (c *Config) Validate() error {
 	c.Health = c.Health.WithDefaults()
 	if err := c.Health.Validate(); err != nil {
 		return fmt.Errorf("config: health: %w", err)
+	}
+	if err := c.Decode.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	slugs := map[string]bool{}
 	for i, dao := range c.DAOs {
