@@ -36,12 +36,20 @@ func (k GovernorKind) Valid() bool {
 // DAO is one governed organisation that govgate follows. DAOs come from the
 // configuration file, not from the store.
 type DAO struct {
-	Slug       string       `json:"slug" yaml:"slug"`
-	Name       string       `json:"name" yaml:"name"`
-	ChainID    uint64       `json:"chainId" yaml:"chain_id"`
-	Governor   string       `json:"governor" yaml:"governor"`
-	Kind       GovernorKind `json:"kind" yaml:"kind"`
-	StartBlock uint64       `json:"startBlock" yaml:"start_block"`
+	// Slug names the DAO in URLs ({dao}): lowercase letters, digits and
+	// hyphens.
+	Slug string `json:"slug" yaml:"slug"`
+	// Name is the DAO's display name.
+	Name string `json:"name" yaml:"name"`
+	// ChainID is the chain the governor is on; it must be one of chains.
+	ChainID uint64 `json:"chainId" yaml:"chain_id"`
+	// Governor is the governor contract's address.
+	Governor string `json:"governor" yaml:"governor"`
+	// Kind is the governor's family: oz-governor (OpenZeppelin 4.x/5.x),
+	// governor-bravo or governor-alpha.
+	Kind GovernorKind `json:"kind" yaml:"kind"`
+	// StartBlock is the first block indexed: the governor's deployment.
+	StartBlock uint64 `json:"startBlock" yaml:"start_block"`
 	// Token is the voting token whose delegations are indexed. Empty: the
 	// governor's token() (OpenZeppelin, Bravo-style), uni() or comp()
 	// (Uniswap's and Compound's governors).

@@ -36,12 +36,12 @@ const (
 
 // Config names the operator's own functions, beyond the curated set.
 type Config struct {
-	// ABIDir is a folder of JSON ABIs: <address>.json applies to that
-	// address on every chain, <chain id>/<address>.json on one chain only.
-	ABIDir string `yaml:"abi_dir"`
+	// ABIDir is a folder of JSON ABIs: 0xADDRESS.json applies to that
+	// contract on every chain, CHAINID/0xADDRESS.json on one chain only.
+	ABIDir string `yaml:"abi_dir" env:"GOVGATE_DECODE_ABI_DIR"`
 	// SignaturesFile lists function signatures, one a line, such as
 	// "setFee(uint24 fee)" (names optional; # starts a comment line).
-	SignaturesFile string `yaml:"signatures_file"`
+	SignaturesFile string `yaml:"signatures_file" env:"GOVGATE_DECODE_SIGNATURES_FILE"`
 }
 
 // Validate loads what c names and says which field is wrong and why.
