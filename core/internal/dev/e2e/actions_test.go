@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/internal/dev/devchain"
 )
@@ -108,6 +110,27 @@ func TestDecodedActionsOverREST(t *testing.T) {
 	_, body := do(t, "GET", "http://"+g.admin+"/admin/api/notifications?type=proposal.created&limit=500", adminToken, nil)
 	var notes struct {
 		Items []struct {
+			ID, Type, DAO, OccurredAt string
+			Data                      json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(body, &notes); err != nil {
+		t.Fatal(err)
+	}
+	sch := notificationSchema(t)
+	seen := false
+	for _, note := range notes.Items {
+		// The notification, nested actions and all, is valid under the
+		// published schema.
+		raw, _ := json.Marshal(map[string]any{"id": note.ID, "type": note.Type, "dao": note.DAO, "occurredAt": note.OccurredAt, "data": note.Data})
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(v); err != nil {
+			t.Errorf("%s: %v\n%s", note.ID, err, raw)
+		}
+		var n struct {
 			DAO  string
 			Data struct {
 				ProposalID string
@@ -115,12 +138,10 @@ func TestDecodedActionsOverREST(t *testing.T) {
 				Actions    []core.Action
 			}
 		}
-	}
-	if err := json.Unmarshal(body, &notes); err != nil {
-		t.Fatal(err)
-	}
-	seen := false
-	for _, n := range notes.Items {
+		n.DAO = note.DAO
+		if err := json.Unmarshal(note.Data, &n.Data); err != nil {
+			t.Fatal(err)
+		}
 		if n.DAO == c.OZ.Slug && n.Data.ProposalID == p.ID.String() {
 			seen = true
 			if len(n.Data.Calldatas) != len(built) {
