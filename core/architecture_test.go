@@ -33,6 +33,8 @@ var layers = map[string][]string{
 	"core/internal/delivery": {"core", "core/internal/signing"},
 	"core/internal/health":   {"core"},
 	"core/internal/indexer":  {"core"},
+	// The calldata decoder: the domain's Action, go-ethereum's ABI codec.
+	"core/internal/calldata": {"core"},
 	"core/internal/tracing":  {"core"},
 	"core/internal/wasmhost": {"core", "sdk/abi"},
 	// The plugin manager is the application service over the wasm host.
@@ -41,7 +43,7 @@ var layers = map[string][]string{
 	// two commands that wire them.
 	"core/internal/plugindelivery": {"core", "core/internal/delivery", "core/internal/pluginmgr"},
 	// The configuration embeds the adapters' own config structs.
-	"core/internal/config": {"core", "core/internal/chain", "core/internal/health", "core/internal/indexer"},
+	"core/internal/config": {"core", "core/internal/calldata", "core/internal/chain", "core/internal/health", "core/internal/indexer"},
 	// The admin page's server renders the page's files and calls the admin
 	// API over HTTP, in-process: it imports no adapter.
 	"core/internal/webui": {"core", "web"},

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/calldata"
 	"github.com/govgate/govgate/core/internal/chain"
 	"github.com/govgate/govgate/core/internal/health"
 	"github.com/govgate/govgate/core/internal/indexer"
@@ -57,6 +58,10 @@ type Config struct {
 	Health health.Config `yaml:"health"`
 	// Tracing exports OpenTelemetry traces (see docs/tracing.md).
 	Tracing Tracing `yaml:"tracing"`
+	// Decode names the operator's ABIs and signatures, with which
+	// proposals' calls decode beyond the embedded curated set (see
+	// docs/api.md, Actions). Read at start.
+	Decode calldata.Config `yaml:"decode"`
 }
 
 // Tracing configures OpenTelemetry traces, exported over OTLP/HTTP: one
@@ -437,6 +442,9 @@ func (c *Config) Validate() error {
 	c.Health = c.Health.WithDefaults()
 	if err := c.Health.Validate(); err != nil {
 		return fmt.Errorf("config: health: %w", err)
+	}
+	if err := c.Decode.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	slugs := map[string]bool{}
 	for i, dao := range c.DAOs {

@@ -167,6 +167,7 @@ func fieldComments(t *testing.T) comments {
 		"../chain":      module + "core/internal/chain",
 		"../indexer":    module + "core/internal/indexer",
 		"../health":     module + "core/internal/health",
+		"../calldata":   module + "core/internal/calldata",
 		"../../../core": module + "core",
 	} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))

@@ -26,6 +26,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/calldata"
 	"github.com/govgate/govgate/core/internal/delivery"
 	"github.com/govgate/govgate/core/internal/health"
 	"github.com/govgate/govgate/core/internal/httpapi"
@@ -145,6 +146,17 @@ func startMonitor(t *testing.T, s *store.Store, log *slog.Logger) *health.Monito
 	}
 }
 
+// specDecoder is the calldata decoder govgate wires into the proposal
+// routes, with the curated set only.
+func specDecoder(t *testing.T) httpapi.ActionDecoder {
+	t.Helper()
+	d, err := calldata.New(calldata.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // ozProposalID is an OpenZeppelin-style (hashed) proposal id: 77 digits.
 const ozProposalID = "84315301235484624312085913698225361153240513547245330834932581298347012936528"
 
@@ -156,7 +168,7 @@ func seedProposals(t *testing.T, s *store.Store) {
 	quorum := "40000000000000000000000000"
 	p1 := core.Proposal{DAO: "healthy", ChainID: 1, ProposalID: ozProposalID, Proposer: "0x8E4ED221fa034245F14205f781E0b13C5bd6a42E",
 		Targets: []string{"0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984"}, Values: []string{"0"}, Signatures: []string{""},
-		Calldatas:   []string{"0xa9059cbb000000000000000000000000e2388f22cf5e328c197d6530663809cc0f2e3b70"},
+		Calldatas:   []string{"0xa9059cbb000000000000000000000000e2388f22cf5e328c197d6530663809cc0f2e3b7000000000000000000000000000000000000000000000d3c21bcecceda1000000"},
 		Description: "# Fund the grants program\n\nSends 1M UNI.", VoteStart: 19876000, VoteEnd: 19926400, Clock: core.ClockBlockNumber,
 		State: core.ProposalActive, Quorum: &quorum, QuorumReached: true,
 		ForVotes: "2500000000000000000000000", AgainstVotes: "7", AbstainVotes: "0",
@@ -455,7 +467,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		seedProposals(t, e.store)
 		mon := startMonitor(t, e.store, log)
 		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: specDAOs, Health: mon, Logger: log,
-			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(e.store, specDAOs, log), httpapi.DelegateRoutes(e.store, specDAOs, log)}}))
+			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(httpapi.WithActions(e.store, specDecoder(t)), specDAOs, log), httpapi.DelegateRoutes(e.store, specDAOs, log)}}))
 		t.Cleanup(api.Close)
 		tg := newSpecTarget(t, api, e.webhooks)
 
