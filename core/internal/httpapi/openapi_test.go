@@ -63,7 +63,8 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	codes := doc.Components.Schemas["Error"].Value.Properties["error"].Value.Properties["code"].Value.Enum
 	want := []string{core.ECodeInvalidJSON, core.ECodeInvalidRequest, core.ECodeInvalidURL, core.ECodeForbiddenURL,
 		core.ECodeUnsupportedMediaType, core.ECodeBodyTooLarge, core.ECodeNotFound, core.ECodeUnknownDAO, core.ECodeConflict,
-		core.ECodeUnauthorized, core.ECodeRateLimited, core.ECodeUnavailable, core.ECodeInternal, core.ECodeMethodNotAllowed}
+		core.ECodeUnauthorized, core.ECodeRateLimited, core.ECodeUnavailable, core.ECodeInternal, core.ECodeMethodNotAllowed,
+		core.ECodeSignatureRequired, core.ECodeStaleTimestamp, core.ECodeInvalidSignature, core.ECodeReplayedRequest}
 	var got []string
 	for _, c := range codes {
 		got = append(got, c.(string))
@@ -558,6 +559,11 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) { tg.run(t, c) })
 		}
+		// The owner operations, signed with the webhooks' secrets.
+		pending, finished := ownerFixtures(t, e.store)
+		for _, c := range ownerCases(t, pending, finished) {
+			t.Run(c.name, func(t *testing.T) { tg.run(t, c) })
+		}
 
 		// A store that fails: every store-backed route answers 500.
 		broken, _ := b.open(t, log)
@@ -569,7 +575,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 			Registry: broken, NewSecret: signing.NewSecret, RatePerMinute: 1e6, Burst: 1000, Logger: log}))
 		t.Cleanup(brokenHooks.Close)
 		failing := newSpecTarget(t, brokenAPI, brokenHooks)
-		for _, c := range []specCase{
+		failingCases := []specCase{
 			{name: "proposals on a failing store", method: "GET", path: proposals, status: 500},
 			{name: "every DAO's proposals on a failing store", method: "GET", path: "/proposals", status: 500},
 			{name: "delegates on a failing store", method: "GET", path: "/healthy/delegates", status: 500},
@@ -579,7 +585,8 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 			{name: "proposal on a failing store", method: "GET", path: one, status: 500},
 			{name: "register on a failing store", on: onWebhooks, method: "POST", path: "/webhooks", header: jsonType, body: body(hook), status: 500},
 			{name: "deactivate on a failing store", on: onWebhooks, method: "DELETE", path: "/webhooks", header: jsonType, body: body(hook), status: 500},
-		} {
+		}
+		for _, c := range append(failingCases, ownerFailingCases()...) {
 			t.Run(c.name, func(t *testing.T) { failing.run(t, c) })
 		}
 
@@ -593,13 +600,14 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 				t.Fatal("no Retry-After")
 			}
 		}
-		for _, c := range []specCase{
+		limitedCases := []specCase{
 			{name: "register before the limit", on: onWebhooks, method: "POST", path: "/webhooks", header: jsonType, body: body("https://limited.example.com/"), status: 201},
 			{name: "register over the limit", on: onWebhooks, method: "POST", path: "/webhooks", header: jsonType, body: body("https://limited.example.com/"), status: 429, req: reqAny, check: wantRetryAfter},
 			{name: "deactivate over the limit", on: onWebhooks, method: "DELETE", path: "/webhooks", header: jsonType, body: body("https://limited.example.com/"), status: 429, req: reqAny, check: wantRetryAfter},
 			{name: "document over the limit", on: onWebhooks, method: "GET", path: "/openapi.yaml", status: 200, check: limited.wantDocument},
 			{name: "document over the limit again", on: onWebhooks, method: "GET", path: "/openapi.yaml", status: 200, check: limited.wantDocument},
-		} {
+		}
+		for _, c := range append(limitedCases, ownerLimitedCases()...) {
 			t.Run(c.name, func(t *testing.T) { limited.run(t, c) })
 		}
 
