@@ -89,6 +89,7 @@ var (
 	jsonOut       = flag.String("json", "", "also write the run's figures to this file, as JSON (what -doc reads)")
 	docFile       = flag.String("doc", "", "regenerate the tables of this performance doc (docs/performance.md) from the table of parts and the runs -from names, and exit")
 	docFrom       = flag.String("from", "", "with -doc: runs written by -json, comma-separated, later ones first for the figures they share; a figure none has keeps the doc's value")
+	orderedNotes  = flag.Int("ordered-notifications", 300, "notifications in the ordered part's one-endpoint run")
 
 	delegationEvents = flag.Int("delegations", 1_000_000, "delegation events in the delegation part (even; the figure is 1,000,000, fewer while iterating)")
 	delegationStores = flag.String("delegation-stores", "sqlite,postgres", "stores the delegation part indexes into, comma-separated: sqlite, postgres")
@@ -420,6 +421,13 @@ func (b *bench) measureOtel() error {
 	return nil
 }
 
+func (b *bench) measureOrdered() error {
+	if err := b.wire(); err != nil {
+		return err
+	}
+	return orderedBench(b.ctx, b.newDB, b.client, b.rcv)
+}
+
 func (b *bench) measureHealth() error {
 	_, err := healthRatio(b.ctx, b.tmp)
 	return err
@@ -484,6 +492,9 @@ type benchReceiver struct {
 	mu      sync.Mutex
 	arrived map[string]time.Time // X-Webhook-Id → first arrival
 	track   atomic.Bool
+	// ordered counts the deliveries to /ordered/… paths (the ordered part's
+	// endpoints), which count also counts.
+	ordered atomic.Int64
 }
 
 func startReceiver(dir string) (*benchReceiver, error) {
@@ -516,6 +527,9 @@ func (r *benchReceiver) deliver(w http.ResponseWriter, req *http.Request, _ []by
 			r.arrived[id] = now
 		}
 		r.mu.Unlock()
+	}
+	if strings.HasPrefix(req.URL.Path, "/ordered/") {
+		r.ordered.Add(1)
 	}
 	r.count.Add(1)
 	w.WriteHeader(http.StatusNoContent)

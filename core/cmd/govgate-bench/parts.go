@@ -91,6 +91,13 @@ var parts = []part{
 			{name: "otel_spans_exported", what: "spans the collector received in a traced run"},
 			{name: "otel_ratio", target: "≥ 0.85", what: "`delivery_per_s_postgres_otel_on` / `delivery_per_s_postgres_otel_off`"},
 		}},
+	{name: "ordered", what: "ordered delivery on PostgreSQL, and its effect on the unordered endpoints beside it", run: (*bench).measureOrdered,
+		figures: []figure{
+			{name: "ordered_delivery_per_s", what: "one ordered endpoint, deliveries per second from the first ingest to the last recorded success (one at a time)"},
+			{name: "unordered_per_s_alone", what: "the throughput run's unordered endpoints alone, right before each run beside an ordered one"},
+			{name: "unordered_per_s_with_ordered_neighbour", what: "the same with one ordered endpoint receiving the same notifications beside them"},
+			{name: "unordered_ratio_with_ordered_neighbour", target: "≥ 0.9", what: "`unordered_per_s_with_ordered_neighbour` / `unordered_per_s_alone`"},
+		}},
 	{name: "health", what: "GET /{dao}/health against a static route of the same REST API", run: (*bench).measureHealth,
 		figures: []figure{
 			{name: "health_per_s", what: "`GET /{dao}/health` requests per second, 16 keep-alive clients, same process"},
@@ -153,6 +160,11 @@ var parts = []part{
 			{name: "index_events_per_s", bench: "BenchmarkIndex10kVotes", metric: "index_events_per_s", what: "events indexed per second, with proposal states and the token's events"},
 			{name: "getlogs_events_per_s", bench: "BenchmarkIndex10kVotes", metric: "getlogs_events_per_s", what: "raw `eth_getLogs` of the same ranges, events per second"},
 			{name: "index_ratio", target: "≥ 0.5", bench: "BenchmarkIndex10kVotes", metric: "index_ratio", what: "`index_events_per_s` / `getlogs_events_per_s`"},
+		}},
+	{name: "decode", what: "decoding one proposal action's calldata, uncached, over the curated set's functions and batches",
+		goBench: &goBench{pkg: "./core/internal/calldata", bench: "BenchmarkDecode$", benchtime: "20000x"},
+		figures: []figure{
+			{name: "decode_us_per_action", bench: "BenchmarkDecode", metric: "decode_p50_us", what: "median µs to decode one action (function, arguments, nested calls); its p99 is BenchmarkDecode's decode_p99_us"},
 		}},
 	{name: "state_calls", what: "eth_calls to keep 100 open proposals' states true",
 		goBench: &goBench{pkg: "./core/internal/indexer", bench: "BenchmarkStateCalls100Proposals$", benchtime: "1x"},

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/calldata"
 	"github.com/govgate/govgate/core/internal/chain"
 	"github.com/govgate/govgate/core/internal/config"
 	"github.com/govgate/govgate/core/internal/health"
@@ -27,6 +28,8 @@ type chainService struct {
 	gateways map[uint64]*chain.Gateway
 	runners  map[uint64]*indexer.Runner
 	monitor  *health.Monitor
+	// decoder decodes proposals' calls for proposal.created and the API.
+	decoder *calldata.Decoder
 }
 
 // startChains starts, under the supervisor, an indexer per chain with DAOs
@@ -36,6 +39,11 @@ func startChains(cfg config.Config, log *slog.Logger, st *store.Store, producer 
 	gwMetrics, ixMetrics := chain.NewMetrics(), indexer.NewMetrics()
 	reg.MustRegister(gwMetrics.Collectors()...)
 	reg.MustRegister(ixMetrics.Collectors()...)
+	dec, err := calldata.New(cfg.Decode)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	s.decoder = dec
 	var locker indexer.Locker = storeLocker{st}
 	sup.OnStop("chain gateways", func(context.Context) error {
 		for _, gw := range s.gateways {
@@ -59,7 +67,7 @@ func startChains(cfg config.Config, log *slog.Logger, st *store.Store, producer 
 		if len(daos) == 0 {
 			continue
 		}
-		r, err := indexer.NewRunner(gw, indexStore{producer}, locker, ch.ID, ch.Confirmations, daos, cfg.Indexer, indexer.Options{Logger: log, Metrics: ixMetrics})
+		r, err := indexer.NewRunner(gw, indexStore{producer}, locker, ch.ID, ch.Confirmations, daos, cfg.Indexer, indexer.Options{Logger: log, Metrics: ixMetrics, Actions: dec})
 		if err != nil {
 			return nil, err
 		}
@@ -110,7 +118,7 @@ func startChains(cfg config.Config, log *slog.Logger, st *store.Store, producer 
 func (s *chainService) Health() httpapi.HealthSource { return s.monitor }
 
 func (s *chainService) APIRoutes() []func(*gin.Engine) {
-	return []func(*gin.Engine){httpapi.ProposalRoutes(s.st, s.daos, s.log), httpapi.DelegateRoutes(s.st, s.daos, s.log)}
+	return []func(*gin.Engine){httpapi.ProposalRoutes(httpapi.WithActions(s.st, s.decoder), s.daos, s.log), httpapi.DelegateRoutes(s.st, s.daos, s.log)}
 }
 
 func (s *chainService) AdminRoutes() []func(*gin.RouterGroup) {
