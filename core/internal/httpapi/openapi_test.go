@@ -125,7 +125,7 @@ func startMonitor(t *testing.T, s *store.Store, log *slog.Logger) *health.Monito
 		return st, true
 	}
 	cfg := health.Config{Interval: 50 * time.Millisecond, Thresholds: health.Thresholds{DBSlowAfter: time.Minute}}
-	mon, err := health.NewMonitor(specDAOs[:3], health.Sources{PingDB: s.Ping, Upstreams: upstreams, Indexer: indexer}, cfg, health.Options{Logger: log})
+	mon, err := health.NewMonitor(core.FixedDAOs(specDAOs[:3]), health.Sources{PingDB: s.Ping, Upstreams: upstreams, Indexer: indexer}, cfg, health.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,8 +453,8 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		seedProposals(t, e.store)
 		mon := startMonitor(t, e.store, log)
-		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: specDAOs, Health: mon, Logger: log,
-			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(e.store, specDAOs, log), httpapi.DelegateRoutes(e.store, specDAOs, log)}}))
+		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(specDAOs), Health: mon, Logger: log,
+			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(e.store, core.FixedDAOs(specDAOs), log), httpapi.DelegateRoutes(e.store, core.FixedDAOs(specDAOs), log)}}))
 		t.Cleanup(api.Close)
 		tg := newSpecTarget(t, api, e.webhooks)
 
@@ -550,8 +550,8 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		// A store that fails: every store-backed route answers 500.
 		broken, _ := b.open(t, log)
 		broken.Close()
-		brokenAPI := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: specDAOs, Health: mon, Logger: log,
-			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(broken, specDAOs, log), httpapi.DelegateRoutes(broken, specDAOs, log)}}))
+		brokenAPI := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(specDAOs), Health: mon, Logger: log,
+			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(broken, core.FixedDAOs(specDAOs), log), httpapi.DelegateRoutes(broken, core.FixedDAOs(specDAOs), log)}}))
 		t.Cleanup(brokenAPI.Close)
 		brokenHooks := httptest.NewServer(httpapi.NewWebhookService(httpapi.WebhookServiceConfig{
 			Registry: broken, NewSecret: signing.NewSecret, RatePerMinute: 1e6, Burst: 1000, Logger: log}))

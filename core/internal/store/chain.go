@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -20,6 +19,10 @@ type cursorRow struct {
 	Hash    string
 	// NotifyFrom is the first block whose changes are pushed (0: all).
 	NotifyFrom uint64
+	// Joined: the DAO follows its chain's shared cursor (migration 0030),
+	// and Block and Hash are unused.
+	Joined     bool
+	Generation int64
 	UpdatedAt  time.Time
 }
 
@@ -177,7 +180,17 @@ func (s *Store) Cursor(ctx context.Context, dao string) (core.Cursor, bool, erro
 	if len(rows) == 0 {
 		return core.Cursor{}, false, nil
 	}
-	return core.Cursor{Block: rows[0].Block, Hash: rows[0].Hash, NotifyFrom: rows[0].NotifyFrom}, true, nil
+	c := core.Cursor{Block: rows[0].Block, Hash: rows[0].Hash, NotifyFrom: rows[0].NotifyFrom}
+	if rows[0].Joined {
+		shared, ok, err := s.SharedCursor(ctx, rows[0].ChainID)
+		if err != nil {
+			return core.Cursor{}, false, err
+		}
+		if ok {
+			c.Block, c.Hash = shared.Block, shared.Hash
+		}
+	}
+	return c, true, nil
 }
 
 // RecentBlocks returns up to limit remembered blocks of a chain, highest first.
@@ -250,109 +263,91 @@ var proposalColumns = []string{"chain_id", "proposer", "targets", "values", "sig
 	"vote_start", "vote_end", "clock", "state", "quorum", "quorum_reached", "milestones", "for_votes", "against_votes", "abstain_votes", "eta",
 	"created_block", "created_tx", "created_at", "updated_block", "updated_at"}
 
-// ApplyBatch writes one indexing step in one transaction: proposals and
-// their revisions, votes, notifications with their delivery fan-out, block
-// hashes and the DAO's cursor. It refuses the batch with core.ErrCursorMoved
-// when the stored cursor is not the one the batch was built on.
-func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) (err error) {
-	created := 0
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var cur []cursorRow
-		q := tx.Where("dao = ?", b.DAO).Limit(1)
-		if s.dialect == Postgres {
-			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-		}
-		if err := q.Find(&cur).Error; err != nil {
-			return err
-		}
-		switch {
-		case b.Prev == nil && len(cur) > 0,
-			b.Prev != nil && (len(cur) == 0 || cur[0].Block != b.Prev.Block || cur[0].Hash != b.Prev.Hash):
-			return core.ErrCursorMoved
-		}
-		for _, p := range b.Proposals {
-			row := proposalToRow(p)
-			if err := tx.Clauses(clause.OnConflict{
-				Columns:   []clause.Column{{Name: "dao"}, {Name: "proposal_id"}},
-				DoUpdates: clause.AssignmentColumns(proposalColumns),
-			}).Create(&row).Error; err != nil {
-				return fmt.Errorf("upsert proposal: %w", err)
-			}
-			data, _ := json.Marshal(revision{Proposal: p, Milestones: p.Milestones})
-			rev := revisionRow{DAO: p.DAO, ProposalID: p.ProposalID, Block: p.UpdatedBlock, ChainID: p.ChainID, Data: string(data)}
-			if err := tx.Clauses(clause.OnConflict{
-				Columns:   []clause.Column{{Name: "dao"}, {Name: "proposal_id"}, {Name: "block"}},
-				DoUpdates: clause.AssignmentColumns([]string{"data"}),
-			}).Create(&rev).Error; err != nil {
-				return fmt.Errorf("record proposal revision: %w", err)
-			}
-		}
-		if len(b.Votes) > 0 {
-			rows := make([]voteRow, len(b.Votes))
-			for i, v := range b.Votes {
-				rows[i] = voteRow{ChainID: v.ChainID, TxHash: v.TxHash, LogIndex: v.LogIndex, DAO: v.DAO, ProposalID: v.ProposalID,
-					Voter: v.Voter, Support: v.Support, Weight: v.Weight, Reason: v.Reason, Params: v.Params,
-					BlockNumber: v.BlockNumber, BlockHash: v.BlockHash, CastAt: v.CastAt.UTC()}
-			}
-			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(rows, s.rowsPerInsert()).Error; err != nil {
-				return fmt.Errorf("insert votes: %w", err)
-			}
-		}
-		if err := s.applyTokens(tx, b); err != nil {
-			return err
-		}
-		for _, n := range b.Notifications {
-			ok, err := s.InsertNotificationTx(tx, n, "indexer")
-			if err != nil {
-				return err
-			}
-			if ok {
-				created++
-			}
-		}
-		if len(b.Blocks) > 0 {
-			rows := make([]blockRow, len(b.Blocks))
-			for i, br := range b.Blocks {
-				rows[i] = blockRow{ChainID: b.ChainID, Number: br.Number, Hash: br.Hash}
-			}
-			if err := tx.Clauses(clause.OnConflict{
-				Columns:   []clause.Column{{Name: "chain_id"}, {Name: "number"}},
-				DoUpdates: clause.AssignmentColumns([]string{"hash"}),
-			}).CreateInBatches(rows, s.rowsPerInsert()).Error; err != nil {
-				return fmt.Errorf("record blocks: %w", err)
-			}
-		}
-		row := cursorRow{DAO: b.DAO, ChainID: b.ChainID, Block: b.Cursor.Block, Hash: b.Cursor.Hash, NotifyFrom: b.Cursor.NotifyFrom, UpdatedAt: s.now()}
-		if err := tx.Clauses(clause.OnConflict{
-			Columns:   []clause.Column{{Name: "dao"}},
-			DoUpdates: clause.AssignmentColumns([]string{"chain_id", "block", "hash", "notify_from", "updated_at"}),
-		}).Create(&row).Error; err != nil {
-			return fmt.Errorf("move cursor: %w", err)
-		}
-		if b.PruneBelow > 0 {
-			if err := tx.Exec(`DELETE FROM chain_blocks WHERE chain_id = ? AND number < ?`, b.ChainID, b.PruneBelow).Error; err != nil {
-				return fmt.Errorf("prune blocks: %w", err)
-			}
-			if err := tx.Exec(`DELETE FROM proposal_revisions WHERE dao = ? AND block < ? AND EXISTS (
-				SELECT 1 FROM proposal_revisions r2 WHERE r2.dao = proposal_revisions.dao AND r2.proposal_id = proposal_revisions.proposal_id
-				AND r2.block > proposal_revisions.block AND r2.block <= ?)`, b.DAO, b.PruneBelow, b.PruneBelow).Error; err != nil {
-				return fmt.Errorf("prune revisions: %w", err)
-			}
-		}
-		return nil
-	})
+// ApplyBatch writes one DAO's indexing step in one transaction: proposals
+// and their revisions, votes, notifications with their delivery fan-out,
+// block hashes and the DAO's cursor. It refuses the batch with
+// core.ErrCursorMoved when the stored cursor is not the one the batch was
+// built on. It is ApplyBatches with one part.
+func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) error {
+	dropped, err := s.ApplyBatches(ctx, core.ChainBatch{ChainID: b.ChainID, DAOs: []core.IndexBatch{b}, Blocks: b.Blocks, PruneBelow: b.PruneBelow})
 	if err != nil {
-		if errors.Is(err, core.ErrCursorMoved) {
-			return err
-		}
-		return fmt.Errorf("apply index batch: %w", err)
+		return err
+	}
+	if len(dropped) > 0 {
+		return core.ErrCursorMoved
 	}
 	return nil
 }
 
+// applyContent writes what one DAO's part of a batch holds, except its
+// cursor: proposals and their revisions, votes, delegation events and
+// notifications.
+func (s *Store) applyContent(tx *gorm.DB, b core.IndexBatch) (created int, err error) {
+	for _, p := range b.Proposals {
+		row := proposalToRow(p)
+		if err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "dao"}, {Name: "proposal_id"}},
+			DoUpdates: clause.AssignmentColumns(proposalColumns),
+		}).Create(&row).Error; err != nil {
+			return 0, fmt.Errorf("upsert proposal: %w", err)
+		}
+		data, _ := json.Marshal(revision{Proposal: p, Milestones: p.Milestones})
+		rev := revisionRow{DAO: p.DAO, ProposalID: p.ProposalID, Block: p.UpdatedBlock, ChainID: p.ChainID, Data: string(data)}
+		if err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "dao"}, {Name: "proposal_id"}, {Name: "block"}},
+			DoUpdates: clause.AssignmentColumns([]string{"data"}),
+		}).Create(&rev).Error; err != nil {
+			return 0, fmt.Errorf("record proposal revision: %w", err)
+		}
+	}
+	if len(b.Votes) > 0 {
+		rows := make([]voteRow, len(b.Votes))
+		for i, v := range b.Votes {
+			rows[i] = voteRow{ChainID: v.ChainID, TxHash: v.TxHash, LogIndex: v.LogIndex, DAO: v.DAO, ProposalID: v.ProposalID,
+				Voter: v.Voter, Support: v.Support, Weight: v.Weight, Reason: v.Reason, Params: v.Params,
+				BlockNumber: v.BlockNumber, BlockHash: v.BlockHash, CastAt: v.CastAt.UTC()}
+		}
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(rows, s.rowsPerInsert()).Error; err != nil {
+			return 0, fmt.Errorf("insert votes: %w", err)
+		}
+	}
+	if err := s.applyTokens(tx, b); err != nil {
+		return 0, err
+	}
+	notes, err := s.reviveOrphans(tx, b.ChainID, b.Notifications)
+	if err != nil {
+		return 0, err
+	}
+	var tagged []core.Notification
+	for _, n := range notes {
+		ok, err := s.InsertNotificationTx(tx, n, "indexer")
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			created++
+			tagged = append(tagged, n)
+		}
+	}
+	if err := tagNotifications(tx, b.ChainID, tagged); err != nil {
+		return 0, err
+	}
+	if b.PruneBelow > 0 && len(b.Proposals) > 0 {
+		if err := tx.Exec(`DELETE FROM proposal_revisions WHERE dao = ? AND block < ? AND EXISTS (
+			SELECT 1 FROM proposal_revisions r2 WHERE r2.dao = proposal_revisions.dao AND r2.proposal_id = proposal_revisions.proposal_id
+			AND r2.block > proposal_revisions.block AND r2.block <= ?)`, b.DAO, b.PruneBelow, b.PruneBelow).Error; err != nil {
+			return 0, fmt.Errorf("prune revisions: %w", err)
+		}
+	}
+	return created, nil
+}
+
 // Rollback undoes everything indexed above block to.Number on a chain, in
-// one transaction. Notifications stay: they may be delivered already, and
-// the indexer emits none for unconfirmed blocks.
+// one transaction, the shared cursor and the DAOs' own cursors with it.
+// Notifications stay: they may be delivered already, and the indexer emits
+// none for unconfirmed blocks. Each indexer notification of a block above
+// to.Number is marked orphaned instead, and a notification.orphaned notice
+// naming it is stored for the receivers, once.
 func (s *Store) Rollback(ctx context.Context, chainID uint64, to core.BlockRef) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		n := to.Number
@@ -398,7 +393,14 @@ func (s *Store) Rollback(ctx context.Context, chainID uint64, to core.BlockRef) 
 		if err := rollbackTokens(tx, chainID, n, affected); err != nil {
 			return fmt.Errorf("roll back delegations: %w", err)
 		}
-		return tx.Exec(`UPDATE chain_cursors SET block = ?, hash = ?, updated_at = ? WHERE chain_id = ? AND block > ?`,
+		if _, err := s.orphanNotifications(tx, chainID, to); err != nil {
+			return err
+		}
+		if err := tx.Exec(`UPDATE chain_shared_cursors SET block = ?, hash = ?, updated_at = ? WHERE chain_id = ? AND block > ?`,
+			n, to.Hash, s.now(), chainID, n).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`UPDATE chain_cursors SET block = ?, hash = ?, updated_at = ? WHERE chain_id = ? AND block > ? AND NOT joined`,
 			n, to.Hash, s.now(), chainID, n).Error
 	})
 	if err != nil {
