@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -174,7 +175,10 @@ func rollback0003(tx *gorm.DB) error {
 // Cursor returns how far a DAO has been indexed.
 func (s *Store) Cursor(ctx context.Context, dao string) (core.Cursor, bool, error) {
 	var rows []cursorRow
-	if err := s.db.WithContext(ctx).Where("dao = ?", dao).Limit(1).Find(&rows).Error; err != nil {
+	// Columns named, not *: PostgreSQL refuses a cached plan whose columns
+	// a migration changed.
+	if err := s.db.WithContext(ctx).Select("dao", "chain_id", "block", "hash", "notify_from", "joined", "generation").
+		Where("dao = ?", dao).Limit(1).Find(&rows).Error; err != nil {
 		return core.Cursor{}, false, fmt.Errorf("get cursor: %w", err)
 	}
 	if len(rows) == 0 {
@@ -265,16 +269,61 @@ var proposalColumns = []string{"chain_id", "proposer", "targets", "values", "sig
 
 // ApplyBatch writes one DAO's indexing step in one transaction: proposals
 // and their revisions, votes, notifications with their delivery fan-out,
-// block hashes and the DAO's cursor. It refuses the batch with
+// block hashes and the DAO's own cursor. It refuses the batch with
 // core.ErrCursorMoved when the stored cursor is not the one the batch was
-// built on. It is ApplyBatches with one part.
+// built on. The indexer writes through ApplyBatches; this is the one-DAO
+// form that tools and tests use.
 func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) error {
-	dropped, err := s.ApplyBatches(ctx, core.ChainBatch{ChainID: b.ChainID, DAOs: []core.IndexBatch{b}, Blocks: b.Blocks, PruneBelow: b.PruneBelow})
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var cur []struct {
+			Block uint64
+			Hash  string
+		}
+		q := tx.Table("chain_cursors").Select("block", "hash").Where("dao = ?", b.DAO).Limit(1)
+		if s.dialect == Postgres {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+		}
+		if err := q.Find(&cur).Error; err != nil {
+			return err
+		}
+		switch {
+		case b.Prev == nil && len(cur) > 0,
+			b.Prev != nil && (len(cur) == 0 || cur[0].Block != b.Prev.Block || cur[0].Hash != b.Prev.Hash):
+			return core.ErrCursorMoved
+		}
+		if _, err := s.applyContent(tx, b); err != nil {
+			return err
+		}
+		if len(b.Blocks) > 0 {
+			rows := make([]blockRow, len(b.Blocks))
+			for i, br := range b.Blocks {
+				rows[i] = blockRow{ChainID: b.ChainID, Number: br.Number, Hash: br.Hash}
+			}
+			if err := tx.Clauses(clause.OnConflict{
+				Columns:   []clause.Column{{Name: "chain_id"}, {Name: "number"}},
+				DoUpdates: clause.AssignmentColumns([]string{"hash"}),
+			}).CreateInBatches(rows, s.rowsPerInsert()).Error; err != nil {
+				return fmt.Errorf("record blocks: %w", err)
+			}
+		}
+		if err := tx.Exec(`INSERT INTO chain_cursors (dao, chain_id, block, hash, notify_from, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (dao) DO UPDATE SET chain_id = excluded.chain_id, block = excluded.block, hash = excluded.hash,
+			notify_from = excluded.notify_from, updated_at = excluded.updated_at`,
+			b.DAO, b.ChainID, b.Cursor.Block, b.Cursor.Hash, b.Cursor.NotifyFrom, s.now()).Error; err != nil {
+			return fmt.Errorf("move cursor: %w", err)
+		}
+		if b.PruneBelow > 0 {
+			if err := tx.Exec(`DELETE FROM chain_blocks WHERE chain_id = ? AND number < ?`, b.ChainID, b.PruneBelow).Error; err != nil {
+				return fmt.Errorf("prune blocks: %w", err)
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return err
-	}
-	if len(dropped) > 0 {
-		return core.ErrCursorMoved
+		if errors.Is(err, core.ErrCursorMoved) {
+			return err
+		}
+		return fmt.Errorf("apply index batch: %w", err)
 	}
 	return nil
 }

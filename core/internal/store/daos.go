@@ -73,8 +73,15 @@ func migrate0032(tx *gorm.DB) error {
 	return tx.Exec(`INSERT INTO dao_registries (id, version) VALUES (1, 0)`).Error
 }
 
+// rollback0032 drops the tables with plain statements: SQLite's migrator
+// would wait for a second connection inside the migration's transaction.
 func rollback0032(tx *gorm.DB) error {
-	return tx.Migrator().DropTable("dao_registries", "daos")
+	for _, t := range []string{"dao_registries", "daos"} {
+		if err := tx.Exec(`DROP TABLE ` + t).Error; err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ErrDAOFromConfig is returned (wrapped) for a change to a DAO that the

@@ -71,7 +71,7 @@ func rollback0030(tx *gorm.DB) error {
 			return err
 		}
 	}
-	return tx.Migrator().DropTable("chain_shared_cursors")
+	return tx.Exec(`DROP TABLE chain_shared_cursors`).Error
 }
 
 // migrate0031 gives indexer notifications their chain and block, so that a
@@ -124,12 +124,9 @@ type DAOCursor = core.DAOCursor
 // a joined DAO's is the shared cursor (with its own NotifyFrom). One query
 // serves a thousand DAOs.
 func (s *Store) Cursors(ctx context.Context, chainID uint64) (map[string]core.DAOCursor, error) {
-	var rows []struct {
-		cursorRow
-		Joined     bool
-		Generation int64
-	}
-	if err := s.db.WithContext(ctx).Table("chain_cursors").Where("chain_id = ?", chainID).Find(&rows).Error; err != nil {
+	var rows []cursorRow
+	if err := s.db.WithContext(ctx).Select("dao", "chain_id", "block", "hash", "notify_from", "joined", "generation").
+		Where("chain_id = ?", chainID).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("cursors: %w", err)
 	}
 	shared, hasShared, err := s.SharedCursor(ctx, chainID)
