@@ -37,8 +37,8 @@ type AdminConfig struct {
 	// admin API's DAO operations), else they answer unavailable.
 	DAOs     core.DAOCatalog
 	DAOAdmin DAOAdmin
-	Token  string // empty: every admin request is refused
-	Logger *slog.Logger
+	Token    string // empty: every admin request is refused
+	Logger   *slog.Logger
 	// Metrics serves GET /metrics (Prometheus), behind the same token.
 	Metrics http.Handler
 	// Routes adds more authenticated routes under /admin/api (plugins, health).
