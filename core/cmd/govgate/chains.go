@@ -53,23 +53,33 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 		s.gateways[ch.ID] = gw
 		reg.MustRegister(gw.Collector())
 	}
-	if err := s.seed(ctx, cfg.DAOs); err != nil {
-		return nil, err
-	}
-	if err := s.reload(ctx); err != nil {
-		return nil, err
-	}
+	// The runners start with the file's DAOs, which they check against
+	// their chains before the store takes them; then with the store's.
 	var locker indexer.Locker = storeLocker{st}
 	for _, ch := range cfg.Chains {
 		gw := s.gateways[ch.ID]
-		r, err := indexer.NewRunner(gw, indexStore{producer}, locker, ch.ID, ch.Confirmations, s.daosOf(ch.ID), cfg.Indexer,
+		var filed []core.DAO
+		for _, d := range cfg.DAOs {
+			if d.ChainID == ch.ID {
+				filed = append(filed, d)
+			}
+		}
+		r, err := indexer.NewRunner(gw, indexStore{producer}, locker, ch.ID, ch.Confirmations, filed, cfg.Indexer,
 			indexer.Options{Logger: log, Metrics: ixMetrics, AddressesPerRequest: gw.Config().MaxAddressesPerRequest})
 		if err != nil {
 			return nil, err
 		}
 		s.runners[ch.ID] = r
 		reg.MustRegister(r.Collector())
-		runBG(fmt.Sprintf("indexer of chain %d", ch.ID), r.Run)
+	}
+	if err := s.seed(ctx, cfg.DAOs); err != nil {
+		return nil, err
+	}
+	if err := s.reload(ctx); err != nil {
+		return nil, err
+	}
+	for id, r := range s.runners {
+		runBG(fmt.Sprintf("indexer of chain %d", id), r.Run)
 	}
 	for _, d := range s.catalog.DAOs() {
 		if _, ok := s.gateways[d.ChainID]; !ok {
@@ -135,41 +145,28 @@ func (s *chainService) seed(ctx context.Context, daos []core.DAO) error {
 	for _, d := range stored {
 		have[d.Slug] = d
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		slots = make(chan struct{}, 16)
-	)
+	index := map[string]int{}
+	todo := map[uint64][]string{}
 	for i, d := range daos {
-		old, ok := have[d.Slug]
-		gw := s.gateways[d.ChainID]
-		if gw == nil || (ok && old.Source == core.DAOSourceConfig && !old.IndexingChanged(d)) {
+		index[d.Slug] = i
+		if old, ok := have[d.Slug]; ok && old.Source == core.DAOSourceConfig && !old.IndexingChanged(d) {
 			continue
 		}
-		wg.Add(1)
-		slots <- struct{}{}
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-			defer cancel()
-			err := indexer.Probe(pctx, gw, d)
-			var pe *indexer.ProbeError
-			switch {
-			case errors.As(err, &pe):
-				mu.Lock()
-				if first == nil {
-					first = fmt.Errorf("config: daos[%d].%s: %s", i, pe.Field, pe.Message)
-				}
-				mu.Unlock()
-			case err != nil:
-				s.log.Warn("could not check a DAO against its chain: the indexer checks it before indexing", "dao", d.Slug, "err", err)
-			}
-		}()
+		todo[d.ChainID] = append(todo[d.ChainID], d.Slug)
 	}
-	wg.Wait()
-	if first != nil {
-		return first
+	for chainID, slugs := range todo {
+		r := s.runners[chainID]
+		if r == nil {
+			continue
+		}
+		err := r.Check(ctx, slugs)
+		var pe *indexer.ProbeError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("config: daos[%d].%s: %s", index[pe.DAO], pe.Field, pe.Message)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return s.st.SeedDAOs(ctx, daos)
 }
@@ -303,13 +300,21 @@ func (s *chainService) AdminRoutes() []func(*gin.RouterGroup) {
 				ID        uint64                 `json:"id"`
 				Name      string                 `json:"name"`
 				Upstreams []chain.UpstreamStatus `json:"upstreams"`
-				Indexer   []indexer.DAOStatus    `json:"indexer"`
+				Summary   *indexer.Summary       `json:"summary,omitempty"`
+				Indexer   []indexer.DAOStatus    `json:"indexer,omitempty"`
 			}
+			// ?daos=false leaves out the line per DAO, a thousand lines
+			// on a chain indexed whole.
+			perDAO := c.Query("daos") != "false"
 			items := []chainView{}
 			for id, gw := range s.gateways {
-				v := chainView{ID: id, Name: gw.Config().Name, Upstreams: gw.Status(), Indexer: []indexer.DAOStatus{}}
+				v := chainView{ID: id, Name: gw.Config().Name, Upstreams: gw.Status()}
 				if r := s.runners[id]; r != nil {
-					v.Indexer = r.Statuses()
+					sum := r.Summary()
+					v.Summary = &sum
+					if perDAO {
+						v.Indexer = r.Statuses()
+					}
 				}
 				items = append(items, v)
 			}

@@ -224,3 +224,33 @@ func (r *Runner) refuse(d *daoState, pe *ProbeError) {
 	r.mu.Unlock()
 	r.log.Error("dao refused: not indexed", "dao", d.dao.Slug, "field", pe.Field, "reason", pe.Message)
 }
+
+// Check probes the named DAOs (every DAO for nil) that have not been
+// probed yet, a few at a time, and returns the first the chain refutes,
+// as a *ProbeError. A DAO the chain did not answer for is probed again
+// before it is indexed. What a probe reads of a governor is kept: the
+// indexer does not read it again.
+func (r *Runner) Check(ctx context.Context, slugs []string) error {
+	want := map[string]bool{}
+	for _, s := range slugs {
+		want[s] = true
+	}
+	var list []*daoState
+	for _, d := range r.snapshot() {
+		if slugs == nil || want[d.dao.Slug] {
+			list = append(list, d)
+		}
+	}
+	if err := r.probeAll(withPart(ctx, "probe"), list); err != nil {
+		r.log.Warn("could not check every DAO against the chain: the indexer checks them before indexing", "err", err)
+	}
+	for _, d := range list {
+		r.mu.Lock()
+		pe := d.refusal
+		r.mu.Unlock()
+		if pe != nil {
+			return pe
+		}
+	}
+	return nil
+}

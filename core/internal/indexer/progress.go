@@ -82,3 +82,55 @@ func (r *Runner) logProgress() {
 		r.log.Info("dao progress", "dao", l.dao, "last_indexed_block", l.block, "events", l.events, "notifications", l.notes)
 	}
 }
+
+// Summary is where a chain's indexing stands as a whole.
+type Summary struct {
+	ChainID       uint64 `json:"chainId"`
+	Leader        bool   `json:"leader"`
+	Head          uint64 `json:"head"`
+	ConfirmedHead uint64 `json:"confirmedHead"`
+	// SharedCursor is the block every DAO at the head is indexed to (the
+	// lowest indexed block in a process that does not lead).
+	SharedCursor uint64 `json:"sharedCursor"`
+	DAOs         int    `json:"daos"`
+	AtHead       int    `json:"atHead"`
+	CatchingUp   int    `json:"catchingUp"`
+	Refused      int    `json:"refused"`
+	Fault        string `json:"fault,omitempty"`
+}
+
+// Summary returns where the chain's indexing stands, without a line per DAO.
+func (r *Runner) Summary() Summary {
+	s := Summary{ChainID: r.chainID}
+	r.headMu.Lock()
+	if r.shared != nil {
+		s.SharedCursor = r.shared.Block
+	}
+	r.headMu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	low, first := uint64(0), true
+	for _, d := range r.daos {
+		s.DAOs++
+		s.Head, s.ConfirmedHead, s.Leader = d.status.Head, d.status.ConfirmedHead, d.status.Leader
+		switch {
+		case d.refusal != nil:
+			s.Refused++
+			continue
+		case d.phase == phaseJoined || (!s.Leader && d.caughtUp):
+			s.AtHead++
+		default:
+			s.CatchingUp++
+		}
+		if first || d.status.LastIndexedBlock < low {
+			low, first = d.status.LastIndexedBlock, false
+		}
+	}
+	if !s.Leader {
+		s.SharedCursor = low
+	}
+	if r.faultErr != nil {
+		s.Fault = r.faultErr.Error()
+	}
+	return s
+}

@@ -216,7 +216,9 @@ func (r *Runner) applyWanted() {
 	for _, d := range want {
 		old, ok := r.bySlug[d.Slug]
 		switch {
-		case ok && old.dao.Generation == d.Generation && !old.dao.IndexingChanged(d):
+		case ok && !old.dao.IndexingChanged(d) && (old.dao.Generation == d.Generation || old.dao.Generation == 0):
+			// The same definition (a DAO checked before it was stored
+			// takes its generation now): what was read of it stays.
 			if notifyChanged(old.dao, d) && old.hasCursor {
 				// The store moved the stored value; the next read of the
 				// cursor takes it. Until then, follow the new setting.
