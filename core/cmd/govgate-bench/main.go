@@ -61,7 +61,7 @@ var (
 	memProfile    = flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
 	runProfiles   = flag.String("run-cpuprofiles", "", "write a CPU profile of each measured pipeline run, from its first ingest to its last recorded success, into this directory, named after the run's database")
 	rounds        = flag.Int("rounds", 5, "rounds of each figure measured in rounds; each round measures the baseline and the subject back to back, and the medians are reported")
-	only          = flag.String("only", "", "run only these parts, comma-separated: ceiling, sqlite, postgres, latency, fanout, plugins, otel, health, delegation, rss")
+	only          = flag.String("only", "", "run only these parts, comma-separated: ceiling, sqlite, postgres, latency, fanout, plugins, otel, health, delegation, rss, scale")
 
 	delegationEvents = flag.Int("delegations", 1_000_000, "delegation events in the delegation part (even; the figure is 1,000,000, fewer while iterating)")
 	delegationStores = flag.String("delegation-stores", "sqlite,postgres", "stores the delegation part indexes into, comma-separated: sqlite, postgres")
@@ -338,6 +338,11 @@ func run(ctx context.Context) error {
 	if want("rss") {
 		if err := rssBench(ctx, tmp, newDB); err != nil {
 			return fmt.Errorf("rss: %w", err)
+		}
+	}
+	if want("scale") {
+		if err := scaleBench(ctx, tmp); err != nil {
+			return fmt.Errorf("scale: %w", err)
 		}
 	}
 	report("peak_rss_mb", "%.0f", peakRSSMB())
