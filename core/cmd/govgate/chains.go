@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/calldata"
 	"github.com/govgate/govgate/core/internal/chain"
 	"github.com/govgate/govgate/core/internal/config"
 	"github.com/govgate/govgate/core/internal/health"
@@ -35,6 +36,8 @@ type chainService struct {
 
 	mu      sync.Mutex // serialises reloads
 	version int64      // of the catalog in force
+	// decoder decodes proposals' calls for proposal.created and the API.
+	decoder *calldata.Decoder
 }
 
 // probeTimeout bounds checking one DAO against its chain.
@@ -45,6 +48,11 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 	gwMetrics, ixMetrics := chain.NewMetrics(), indexer.NewMetrics()
 	reg.MustRegister(gwMetrics.Collectors()...)
 	reg.MustRegister(ixMetrics.Collectors()...)
+	dec, err := calldata.New(cfg.Decode)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	s.decoder = dec
 	for _, ch := range cfg.Chains {
 		gw, err := chain.New(ch, chain.Options{Logger: log, Metrics: gwMetrics})
 		if err != nil {
@@ -65,7 +73,7 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 			}
 		}
 		r, err := indexer.NewRunner(gw, indexStore{producer}, locker, ch.ID, ch.Confirmations, filed, cfg.Indexer,
-			indexer.Options{Logger: log, Metrics: ixMetrics, AddressesPerRequest: gw.Config().MaxAddressesPerRequest})
+			indexer.Options{Logger: log, Metrics: ixMetrics, AddressesPerRequest: gw.Config().MaxAddressesPerRequest, Actions: dec})
 		if err != nil {
 			return nil, err
 		}
@@ -287,7 +295,7 @@ func (s *chainService) Health() httpapi.HealthSource { return s.monitor }
 func (s *chainService) DAOs() core.DAOCatalog { return s.catalog }
 
 func (s *chainService) APIRoutes() []func(*gin.Engine) {
-	return []func(*gin.Engine){httpapi.ProposalRoutes(s.st, s.catalog, s.log), httpapi.DelegateRoutes(s.st, s.catalog, s.log)}
+	return []func(*gin.Engine){httpapi.ProposalRoutes(httpapi.WithActions(s.st, s.decoder), s.catalog, s.log), httpapi.DelegateRoutes(s.st, s.catalog, s.log)}
 }
 
 func (s *chainService) AdminRoutes() []func(*gin.RouterGroup) {

@@ -104,6 +104,8 @@ type Chain struct {
 	Alpha  *Deployment // dev-alpha: Uniswap's GovernorAlpha, Uni and Timelock as published
 	Box    common.Address
 	batch  common.Address // BatchVoter
+	// Actions are the targets of dev-oz's actions proposal (actions.go).
+	Actions *ActionTargets
 
 	// staged counts the proposals of StageAllStates and of the activity's
 	// staging scenes, whose Box values and so actions all differ; round

@@ -20,6 +20,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/calldata"
 	"github.com/govgate/govgate/core/internal/chain"
 	"github.com/govgate/govgate/core/internal/dev/devchain"
 	"github.com/govgate/govgate/core/internal/httpapi"
@@ -166,7 +167,13 @@ func TestServedProposalsAreTheContracts(t *testing.T) {
 		for i := range daos {
 			daos[i].NotifyHistory = true // check every notification against the schema
 		}
-		r, err := indexer.NewRunner(gw, st, indexer.NewLocalLocker(), devchain.ChainID, 0, daos, indexer.Config{}, indexer.Options{Logger: slog.New(slog.DiscardHandler)})
+		// As govgate wires it: proposal.created carries decoded actions,
+		// which the schema checks below.
+		dec, err := calldata.New(calldata.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := indexer.NewRunner(gw, st, indexer.NewLocalLocker(), devchain.ChainID, 0, daos, indexer.Config{}, indexer.Options{Logger: slog.New(slog.DiscardHandler), Actions: dec})
 		if err != nil {
 			t.Fatal(err)
 		}
