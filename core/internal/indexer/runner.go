@@ -14,10 +14,20 @@ import (
 	"github.com/govgate/govgate/core"
 )
 
+// ActionDecoder decodes a proposal's calls (core/internal/calldata's
+// Decoder): proposal.created carries them decoded. It must be safe for
+// concurrent use: sweeps and head polls build batches at once.
+type ActionDecoder interface {
+	Actions(p core.Proposal) []core.Action
+}
+
 // Options are the optional collaborators of a Runner.
 type Options struct {
 	Logger  *slog.Logger
 	Metrics *Metrics
+	// Actions decodes the calls of each new proposal for proposal.created;
+	// nil leaves "actions" out of it.
+	Actions ActionDecoder
 	// Now replaces the clock in tests.
 	Now func() time.Time
 	// AddressesPerRequest splits an eth_getLogs over more contracts than
@@ -35,6 +45,7 @@ type Runner struct {
 	cfg           Config
 	log           *slog.Logger
 	metrics       *Metrics
+	actions       ActionDecoder
 	now           func() time.Time
 	started       time.Time
 	addrLimit     int
@@ -130,7 +141,7 @@ func NewRunner(c Chain, store Store, locker Locker, chainID, confirmations uint6
 	}
 	r := &Runner{
 		store: store, locker: locker, chainID: chainID, confirmations: confirmations,
-		cfg: cfg, log: opts.Logger, metrics: opts.Metrics, now: opts.Now, addrLimit: opts.AddressesPerRequest,
+		cfg: cfg, log: opts.Logger, metrics: opts.Metrics, actions: opts.Actions, now: opts.Now, addrLimit: opts.AddressesPerRequest,
 		bySlug: map[string]*daoState{}, wake: make(chan struct{}, 1),
 	}
 	r.chain = countingChain{Chain: c, m: opts.Metrics, chainID: chainID}
