@@ -78,9 +78,9 @@ func TestMaxConcurrency(t *testing.T) {
 	up, _ := url.Parse(c.RPCURL())
 	forward := httputil.NewSingleHostReverseProxy(up)
 	var (
-		mu                             sync.Mutex
+		mu                            sync.Mutex
 		arrived, released, violations int
-		gate                           = make(chan struct{})
+		gate                          = make(chan struct{})
 	)
 	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
