@@ -123,4 +123,9 @@ type IndexerStatus struct {
 	NotifyFromBlock uint64    `json:"notifyFromBlock"`
 	LastError       string    `json:"lastError,omitempty"`
 	LastErrorAt     time.Time `json:"lastErrorAt,omitzero"`
+	// Fault is a cause that stops the DAO's indexing until the operator
+	// acts: the chain refutes the DAO (a governor without code, of another
+	// kind, a voting token not found), or the RPC serves another chain.
+	// Health fails with it.
+	Fault string `json:"fault,omitempty"`
 }

@@ -101,7 +101,7 @@ func figuresTable(table []part, values map[string]docValue) string {
 	b.WriteString("| figure | part | target | latest | spread | measured | what |\n|---|---|---|---|---|---|---|\n")
 	for _, f := range allFigures(table) {
 		names := []string{f.name}
-		if strings.HasSuffix(f.name, "*") {
+		if strings.Contains(f.name, "*") {
 			var got []string
 			for name := range values {
 				if f.matches(name) {

@@ -471,6 +471,10 @@ func (b *bench) measureDelegation() error {
 	return nil
 }
 
+func (b *bench) measureScale() error {
+	return scaleBench(b.ctx, b.tmp)
+}
+
 func (b *bench) measureRSS() error {
 	return rssBench(b.ctx, b.tmp, b.newDB)
 }
@@ -968,7 +972,7 @@ func healthRatio(ctx context.Context, tmp string) (float64, error) {
 		return 0, err
 	}
 	defer st.Close()
-	daos := []core.DAO{{Slug: "uniswap", Name: "Uniswap", ChainID: 1, Governor: "0x408ED6354d4973f66138C91495F2f2FCbd8724C3", Kind: core.KindGovernorBravo}}
+	daos := core.FixedDAOs{{Slug: "uniswap", Name: "Uniswap", ChainID: 1, Governor: "0x408ED6354d4973f66138C91495F2f2FCbd8724C3", Kind: core.KindGovernorBravo}}
 	mon, err := health.NewMonitor(daos, health.Sources{PingDB: st.Ping, Upstreams: func(uint64) []health.Upstream { return nil },
 		Indexer: func(string) (health.IndexerStatus, bool) { return health.IndexerStatus{}, false }}, health.Config{}, health.Options{})
 	if err != nil {

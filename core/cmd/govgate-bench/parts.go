@@ -33,9 +33,9 @@ type goBench struct {
 
 // figure is one figure a part prints, "bench NAME: VALUE".
 type figure struct {
-	// name is what the bench prints and records. A name ending in * stands
-	// for every figure that starts with the rest (one per example plugin,
-	// say); its metric ends in * too and gives the suffix.
+	// name is what the bench prints and records. A * in a name stands for
+	// any text (one per example plugin, say); a Go benchmark's pattern ends
+	// in *, and so does its metric, which gives the suffix.
 	name string
 	// target is what the figure should meet ("≥ 0.7"), "" for none.
 	target string
@@ -114,6 +114,16 @@ var parts = []part{
 			{name: "delegation_events_per_s_sqlite", what: "the same events indexed into SQLite per second"},
 			{name: "delegation_ratio_sqlite", target: "≥ 0.5", what: "`delegation_events_per_s_sqlite` / `delegation_getlogs_events_per_s_sqlite`"},
 			{name: "delegation_bytes_per_event_sqlite", what: "SQLite file bytes per event indexed"},
+		}},
+	{name: "scale", what: "govgate serve indexing 1,000 DAOs of one dev chain behind an RPC proxy that adds latency (scale.go)", run: (*bench).measureScale,
+		figures: []figure{
+			{name: "backfill_1000_daos_s", target: "lower is better", what: "`govgate serve`'s start to every DAO at the head, seconds"},
+			{name: "backfill_1000_daos_rpc_calls", target: "lower is better", what: "the RPC calls that took (most of them the DAOs' probes)"},
+			{name: "rpc_calls_per_poll_1000_daos", target: "≤ 5", what: "calls per poll at the head, a block every 2 s and no governance (calls through the proxy / head reads)"},
+			{name: "head_lag_blocks_1000_daos", target: "≤ 2 polls' worth", what: "the most blocks the head was ahead of the shared cursor, sampled every second with governance on 50 DAOs"},
+			{name: "active_proposals_1000_daos_ms", target: "< 50", what: "`GET /proposals?state=active` over the 1,000 DAOs, median of 50, ms"},
+			{name: "rss_1000_daos_mb", target: "≤ 600", what: "VmHWM of `govgate serve` over the whole run, MB"},
+			{name: "rpc_calls_per_poll_*_daos_baseline", what: "the same calls per poll for the code before shared reads (-scale-baseline), on -scale-baseline-daos DAOs"},
 		}},
 	{name: "rss", what: "resident memory of a govgate serve of its own while 100,000 deliveries are pending", run: (*bench).measureRSS,
 		figures: []figure{
@@ -257,8 +267,8 @@ func (p *part) declared(name string) (figure, bool) {
 }
 
 func (f figure) matches(name string) bool {
-	if prefix, ok := strings.CutSuffix(f.name, "*"); ok {
-		return strings.HasPrefix(name, prefix) && len(name) > len(prefix)
+	if prefix, suffix, ok := strings.Cut(f.name, "*"); ok {
+		return strings.HasPrefix(name, prefix) && strings.HasSuffix(name, suffix) && len(name) > len(prefix)+len(suffix)
 	}
 	return f.name == name
 }

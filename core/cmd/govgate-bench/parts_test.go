@@ -40,8 +40,8 @@ func TestPartsTable(t *testing.T) {
 			if f.what == "" {
 				t.Errorf("figure %s: no what", f.name)
 			}
-			if !regexp.MustCompile(`^[a-z0-9_]+\*?$`).MatchString(f.name) {
-				t.Errorf("figure %s: want lower_snake_case, at most a trailing *", f.name)
+			if !regexp.MustCompile(`^[a-z0-9_]*\*?[a-z0-9_]*$`).MatchString(f.name) || f.name == "*" {
+				t.Errorf("figure %s: want lower_snake_case, with at most one *", f.name)
 			}
 			if p.goBench != nil && (f.bench == "" || f.metric == "") {
 				t.Errorf("figure %s: a Go benchmark's figure names its benchmark and metric", f.name)

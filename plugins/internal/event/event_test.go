@@ -257,7 +257,7 @@ func TestAppendStringIsMarshal(t *testing.T) {
 // examples deliberately word generically (the type as the title), listed
 // here so that a new type needs a decision.
 func TestDescribesEveryNotificationType(t *testing.T) {
-	generic := []string{core.TypeDelegateChanged, core.TypeDelegateVotesChanged}
+	generic := []string{core.TypeDelegateChanged, core.TypeDelegateVotesChanged, core.TypeNotificationOrphaned}
 	for _, typ := range core.NotificationTypes() {
 		t.Run(typ, func(t *testing.T) {
 			raw, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "schemas", "examples", typ+".json"))

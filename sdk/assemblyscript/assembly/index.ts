@@ -54,6 +54,8 @@ export const TYPE_PROPOSAL_EXPIRED = "proposal.expired";
 // The voting token's delegations.
 export const TYPE_DELEGATE_CHANGED = "delegate.changed";
 export const TYPE_DELEGATE_VOTES_CHANGED = "delegate.votes_changed";
+// A notification already sent came from blocks a reorganisation dropped.
+export const TYPE_NOTIFICATION_ORPHANED = "notification.orphaned";
 export const TYPE_TEST = "test";
 
 // ---- logs ----
