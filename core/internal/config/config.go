@@ -473,18 +473,6 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-func isHexAddress(s string) bool {
-	if len(s) != 42 || (s[:2] != "0x" && s[:2] != "0X") {
-		return false
-	}
-	for _, r := range s[2:] {
-		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
-			return false
-		}
-	}
-	return true
-}
-
 // redactURL hides credentials in a database URL before it reaches an error.
 func redactURL(s string) string {
 	if i := strings.Index(s, "@"); i >= 0 {
