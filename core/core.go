@@ -99,6 +99,9 @@ type Notification struct {
 const (
 	TypeProposalCreated  = "proposal.created"
 	TypeVoteCast         = "vote.cast"
+	// TypeVoteOverridden is an OverrideVoteCast of GovernorCountingOverridable:
+	// a delegator voted with its own balance in place of its delegate.
+	TypeVoteOverridden   = "vote.overridden"
 	TypeProposalQueued   = "proposal.queued"
 	TypeProposalExecuted = "proposal.executed"
 	TypeProposalCanceled = "proposal.canceled"

@@ -186,7 +186,8 @@ type daoState struct {
 	caughtUp      bool
 	lastBlockTime time.Time // time of the last indexed block, if known
 
-	info *governorInfo // read once from the governor; nil until then
+	info       *governorInfo // read once from the governor; nil until then
+	clockState               // the governor's clock as read so far (clock.go)
 }
 
 // NewRunner returns a runner for the DAOs of one chain. Every DAO must be on
