@@ -93,10 +93,6 @@ type Proposal struct {
 	// block-number clock the timepoints are the governor's clock() (an L2
 	// token may count layer-1 blocks), not necessarily the chain's numbers.
 	Clock string `json:"clock"`
-	// CountingMode is the governor's COUNTING_MODE() (OpenZeppelin), e.g.
-	// "support=bravo&quorum=for,abstain", or "" for governors without one
-	// (Bravo, Alpha).
-	CountingMode string `json:"countingMode"`
 	// State is what the governor's state(proposalId) answers at the DAO's
 	// indexed block (one of ProposalStates).
 	State string `json:"state"`

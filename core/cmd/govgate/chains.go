@@ -103,6 +103,16 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 
 func (s *chainService) Health() httpapi.HealthSource { return s.monitor }
 
+// Governor answers what the runner of a DAO's chain read of its governor.
+func (s *chainService) Governor(slug string) (countingMode, clock string, ok bool) {
+	for _, r := range s.runners {
+		if mode, clock, ok := r.Governor(slug); ok {
+			return mode, clock, true
+		}
+	}
+	return "", "", false
+}
+
 func (s *chainService) APIRoutes() []func(*gin.Engine) {
 	return []func(*gin.Engine){httpapi.ProposalRoutes(s.st, s.daos, s.log), httpapi.DelegateRoutes(s.st, s.daos, s.log)}
 }

@@ -171,6 +171,8 @@ type IndexerStatus struct {
 	Leader               bool
 	Backfill             *core.Backfill
 	NotifyFromBlock      uint64
+	CountingMode         string
+	ClockMode            string
 	LastError            string
 	LastErrorAt          time.Time
 }

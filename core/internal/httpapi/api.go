@@ -23,6 +23,17 @@ type APIConfig struct {
 	Logger *slog.Logger
 	// Routes adds more routes (proposals).
 	Routes []func(e *gin.Engine)
+	// Governor, when set, tells what the indexer read of a DAO's governor
+	// (its COUNTING_MODE() and clock unit), served with GET /daos.
+	Governor func(slug string) (countingMode, clock string, ok bool)
+}
+
+// daoItem is a DAO as GET /daos serves it: its configuration, and what
+// its governor said of itself once read.
+type daoItem struct {
+	core.DAO
+	CountingMode *string `json:"countingMode,omitempty"`
+	ClockMode    *string `json:"clockMode,omitempty"`
 }
 
 // NewAPI returns the handler of the REST API listener.
@@ -38,7 +49,18 @@ func NewAPI(cfg APIConfig) http.Handler {
 		known[d.Slug] = true
 	}
 	e.GET("/openapi.yaml", serveOpenAPI)
-	e.GET("/daos", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"items": daos}) })
+	e.GET("/daos", func(c *gin.Context) {
+		items := make([]daoItem, len(daos))
+		for i, d := range daos {
+			items[i].DAO = d
+			if cfg.Governor != nil {
+				if mode, clock, ok := cfg.Governor(d.Slug); ok {
+					items[i].CountingMode, items[i].ClockMode = &mode, &clock
+				}
+			}
+		}
+		c.JSON(http.StatusOK, gin.H{"items": items})
+	})
 	e.GET("/:dao/health", func(c *gin.Context) {
 		slug := c.Param("dao")
 		if !known[slug] {

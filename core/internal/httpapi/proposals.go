@@ -17,12 +17,18 @@ type ProposalReader interface {
 	ListProposals(ctx context.Context, dao, state string, p core.Page) ([]core.Proposal, int64, error)
 	Proposal(ctx context.Context, dao, id string) (core.Proposal, bool, error)
 	ListVotes(ctx context.Context, dao, proposalID string, p core.Page) ([]core.Vote, int64, error)
+	Timeline(ctx context.Context, dao, proposalID string) ([]core.TimelineEntry, error)
+	VoteStats(ctx context.Context, p core.Proposal, quorumAbstain bool) (core.VoteStats, error)
 }
 
 // ProposalRoutes returns GET /proposals (every DAO's), GET /{dao}/proposals
 // and GET /{dao}/proposals/{id} for APIConfig.Routes.
 func ProposalRoutes(r ProposalReader, daos []core.DAO, log *slog.Logger) func(e *gin.Engine) {
 	dao := daoParam(daos, log)
+	kinds := map[string]core.GovernorKind{}
+	for _, d := range daos {
+		kinds[d.Slug] = d.Kind
+	}
 	list := func(c *gin.Context, slug string) {
 		p, err := pageOf(c)
 		if err != nil {
@@ -74,12 +80,28 @@ func ProposalRoutes(r ProposalReader, daos []core.DAO, log *slog.Logger) func(e 
 				writeError(c, log, core.Errorf(core.ECodeNotFound, "no proposal %s in %s", id, slug))
 				return
 			}
-			votes, next, err := r.ListVotes(c.Request.Context(), slug, id, p)
+			ctx := c.Request.Context()
+			votes, next, err := r.ListVotes(ctx, slug, id, p)
 			if err != nil {
 				writeError(c, log, err)
 				return
 			}
-			c.JSON(http.StatusOK, gin.H{"proposal": prop, "votes": listBody(votes, next)})
+			timeline, err := r.Timeline(ctx, slug, id)
+			if err != nil {
+				writeError(c, log, err)
+				return
+			}
+			if timeline == nil {
+				timeline = []core.TimelineEntry{}
+			}
+			// OpenZeppelin's counting modules count abstentions towards
+			// quorum; Bravo and Alpha count for votes only.
+			stats, err := r.VoteStats(ctx, prop, kinds[slug] == core.KindOZGovernor)
+			if err != nil {
+				writeError(c, log, err)
+				return
+			}
+			c.JSON(http.StatusOK, gin.H{"proposal": prop, "timeline": timeline, "statistics": stats, "votes": listBody(votes, next)})
 		})
 	}
 }

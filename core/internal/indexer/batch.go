@@ -353,7 +353,6 @@ func (b *builder) apply(ctx context.Context, l *types.Log, ev *event) error {
 		typ = core.TypeProposalCreated
 		p := Proposal{
 			Clock:        b.d.info.clock,
-			CountingMode: b.d.info.countingMode,
 			DAO:          b.d.dao.Slug,
 			ChainID:      b.r.chainID,
 			ProposalID:   id,

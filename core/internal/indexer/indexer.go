@@ -440,7 +440,10 @@ func (r *Runner) syncDAO(ctx context.Context, d *daoState, target uint64, target
 			return fmt.Errorf("governor: %w", err)
 		}
 		d.info = &gi
-		r.log.Info("governor", "dao", d.dao.Slug, "kind", d.dao.Kind, "clock", gi.clock, "grace_period_s", gi.grace, "token", gi.token)
+		r.mu.Lock()
+		d.status.CountingMode, d.status.ClockMode = gi.countingMode, gi.clock
+		r.mu.Unlock()
+		r.log.Info("governor", "counting_mode", gi.countingMode, "dao", d.dao.Slug, "kind", d.dao.Kind, "clock", gi.clock, "grace_period_s", gi.grace, "token", gi.token)
 	}
 	from := d.dao.StartBlock
 	var prev *Cursor

@@ -243,8 +243,8 @@ func (b *builder) settle(ctx context.Context, to uint64, toHash common.Hash, toT
 	c := caller{r: b.r, d: b.d, governor: b.d.governor}
 	for _, t := range tracked {
 		p := &t.p
-		if p.Clock != info.clock || p.CountingMode != info.countingMode {
-			p.Clock, p.CountingMode = info.clock, info.countingMode
+		if p.Clock != info.clock {
+			p.Clock = info.clock
 			b.touch(p.ProposalID)
 		}
 		var check bool
@@ -516,7 +516,7 @@ func (b *builder) recordCrossings() {
 			}
 			r.QuorumReached = b.quorumRule(r.Quorum, parseDec(r.ForVotes), parseDec(r.AbstainVotes))
 			r.Milestones = t.p.Milestones
-			r.Clock, r.CountingMode = t.p.Clock, t.p.CountingMode
+			r.Clock = t.p.Clock
 			t.revs = append(t.revs, len(b.batch.Proposals))
 			b.batch.Proposals = append(b.batch.Proposals, r)
 			// asOf reads t.revs in block order.

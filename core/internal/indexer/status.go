@@ -59,8 +59,25 @@ type DAOStatus struct {
 	// NotifyFromBlock is the first block whose changes are pushed to
 	// webhooks (0: every block); earlier history is stored, not pushed.
 	NotifyFromBlock uint64    `json:"notifyFromBlock"`
+	// CountingMode is the governor's COUNTING_MODE() and ClockMode its
+	// clock's unit, once read ("" before, and CountingMode for governors
+	// without one).
+	CountingMode string `json:"countingMode,omitempty"`
+	ClockMode    string `json:"clockMode,omitempty"`
 	LastError       string    `json:"lastError,omitempty"`
 	LastErrorAt     time.Time `json:"lastErrorAt,omitzero"`
+}
+
+// Governor returns what the runner read of a DAO's governor: its
+// COUNTING_MODE() and its clock's unit; ok is false before it was read.
+func (r *Runner) Governor(daoSlug string) (countingMode, clock string, ok bool) {
+	d, found := r.bySlug[daoSlug]
+	if !found {
+		return "", "", false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return d.status.CountingMode, d.status.ClockMode, d.status.ClockMode != ""
 }
 
 // Backfill is how far a catch-up has come (core.Backfill).

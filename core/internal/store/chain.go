@@ -301,6 +301,9 @@ func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) (err error) {
 		if err := s.applyTokens(tx, b); err != nil {
 			return err
 		}
+		if err := s.applyCounting(tx, b); err != nil {
+			return err
+		}
 		for _, n := range b.Notifications {
 			ok, err := s.InsertNotificationTx(tx, n, "indexer")
 			if err != nil {
@@ -398,6 +401,9 @@ func (s *Store) Rollback(ctx context.Context, chainID uint64, to core.BlockRef) 
 		if err := rollbackTokens(tx, chainID, n, affected); err != nil {
 			return fmt.Errorf("roll back delegations: %w", err)
 		}
+		if err := rollbackCounting(tx, chainID, n); err != nil {
+			return fmt.Errorf("roll back overrides, clock points and timelines: %w", err)
+		}
 		return tx.Exec(`UPDATE chain_cursors SET block = ?, hash = ?, updated_at = ? WHERE chain_id = ? AND block > ?`,
 			n, to.Hash, s.now(), chainID, n).Error
 	})
@@ -477,11 +483,6 @@ func (s *Store) ListVotes(ctx context.Context, dao, proposalID string, p core.Pa
 		rows = rows[:p.PageLimit()]
 		next = rows[len(rows)-1].ID
 	}
-	out := make([]core.Vote, len(rows))
-	for i, r := range rows {
-		out[i] = core.Vote{DAO: r.DAO, ChainID: r.ChainID, ProposalID: r.ProposalID, Voter: r.Voter, Support: r.Support,
-			Weight: r.Weight, Reason: r.Reason, Params: r.Params, BlockNumber: r.BlockNumber, BlockHash: r.BlockHash,
-			TxHash: r.TxHash, LogIndex: r.LogIndex, CastAt: r.CastAt.UTC()}
-	}
-	return out, next, nil
+	out, err := s.domainVotes(ctx, rows)
+	return out, next, err
 }

@@ -24,6 +24,7 @@ var migrations = []*gormigrate.Migration{
 	{ID: "0009_token_events_keyed_by_log", Migrate: migrate0009, Rollback: rollback0009},
 	{ID: "0010_delegates_listing_indexes", Migrate: migrate0010, Rollback: rollback0010},
 	{ID: "0011_deliveries_success_inline", Migrate: migrate0011, Rollback: rollback0011},
+	{ID: "0015_vote_overrides_clock_points_timeline", Migrate: migrate0015, Rollback: rollback0015},
 }
 
 func (s *Store) migrate(ctx context.Context) error {
