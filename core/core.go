@@ -97,8 +97,8 @@ type Notification struct {
 // Notification types emitted by the chain indexer. The admin API may publish
 // any type that matches NotificationTypePattern.
 const (
-	TypeProposalCreated  = "proposal.created"
-	TypeVoteCast         = "vote.cast"
+	TypeProposalCreated = "proposal.created"
+	TypeVoteCast        = "vote.cast"
 	// TypeVoteOverridden is an OverrideVoteCast of GovernorCountingOverridable:
 	// a delegator voted with its own balance in place of its delegate.
 	TypeVoteOverridden   = "vote.overridden"

@@ -169,16 +169,16 @@ type Vote struct {
 	// Delegate, DelegateSupport and ReducedWeight are set on an override
 	// that took weight back from a delegate that had voted (VoteReduced):
 	// the delegate's tally on DelegateSupport fell by ReducedWeight.
-	Delegate        string `json:"delegate,omitempty"`
-	DelegateSupport *uint8 `json:"delegateSupport,omitempty"`
-	ReducedWeight   string `json:"reducedWeight,omitempty"`
-	Reason          string `json:"reason"`
-	Params          string `json:"params,omitempty"` // 0x-hex; "" for VoteCast
-	BlockNumber uint64    `json:"blockNumber"`
-	BlockHash   string    `json:"blockHash"`
-	TxHash      string    `json:"txHash"`
-	LogIndex    uint      `json:"logIndex"`
-	CastAt      time.Time `json:"castAt"` // block time
+	Delegate        string    `json:"delegate,omitempty"`
+	DelegateSupport *uint8    `json:"delegateSupport,omitempty"`
+	ReducedWeight   string    `json:"reducedWeight,omitempty"`
+	Reason          string    `json:"reason"`
+	Params          string    `json:"params,omitempty"` // 0x-hex; "" for VoteCast
+	BlockNumber     uint64    `json:"blockNumber"`
+	BlockHash       string    `json:"blockHash"`
+	TxHash          string    `json:"txHash"`
+	LogIndex        uint      `json:"logIndex"`
+	CastAt          time.Time `json:"castAt"` // block time
 }
 
 // IndexBatch is what one indexing step writes, all or nothing.

@@ -22,6 +22,23 @@ type DelegateReader interface {
 	ListVotesBy(ctx context.Context, dao, voter string, p core.Page) ([]core.VoteWithProposal, int64, error)
 	PowerAt(ctx context.Context, dao, clock string, at uint64) (string, error)
 	ListProposals(ctx context.Context, dao, state string, p core.Page) ([]core.Proposal, int64, error)
+	PowerOfAt(ctx context.Context, dao, account string, at uint64) (power, delegate string, err error)
+	PowerHistory(ctx context.Context, dao, account string, before uint64, limit int) ([]core.PowerChange, uint64, error)
+}
+
+// atOf reads ?at=, a timepoint of the governor's clock; ok is false after
+// writing the error. set is false without one.
+func atOf(c *gin.Context, log *slog.Logger) (at uint64, set, ok bool) {
+	v := c.Query("at")
+	if v == "" {
+		return 0, false, true
+	}
+	n, err := strconv.ParseUint(v, 10, 63)
+	if err != nil {
+		writeError(c, log, core.Errorf(core.ECodeInvalidRequest, "at must be a timepoint of the governor's clock: a block number, or a Unix time on a timestamp clock"))
+		return 0, false, false
+	}
+	return n, true, true
 }
 
 // delegatePage is the body of GET /{dao}/delegates.
@@ -119,10 +136,22 @@ func DelegateRoutes(r DelegateReader, daos []core.DAO, log *slog.Logger) func(e 
 				votesPage.Before = n
 			}
 			ctx := c.Request.Context()
+			at, atSet, ok := atOf(c, log)
+			if !ok {
+				return
+			}
 			d, found, err := r.Delegate(ctx, slug, addr)
 			if err != nil {
 				writeError(c, log, err)
 				return
+			}
+			if found && atSet {
+				// As of a past timepoint: the power the token's
+				// getPastVotes answers there.
+				if d.VotingPower, _, err = r.PowerOfAt(ctx, slug, addr, at); err != nil {
+					writeError(c, log, err)
+					return
+				}
 			}
 			if !found {
 				writeError(c, log, core.Errorf(core.ECodeNotFound, "%s never held delegated power, had delegators or voted in %s", addr, slug))
@@ -145,7 +174,11 @@ func DelegateRoutes(r DelegateReader, daos []core.DAO, log *slog.Logger) func(e 
 			if nextDelegator != "" {
 				dl["nextBefore"] = nextDelegator
 			}
-			c.JSON(http.StatusOK, gin.H{"delegate": d, "delegators": dl, "votes": listBody(votes, nextVote)})
+			body := gin.H{"delegate": d, "delegators": dl, "votes": listBody(votes, nextVote)}
+			if atSet {
+				body["at"] = at
+			}
+			c.JSON(http.StatusOK, body)
 		})
 		e.GET("/:dao/accounts/:address", func(c *gin.Context) {
 			slug, ok := dao(c)
@@ -157,6 +190,21 @@ func DelegateRoutes(r DelegateReader, daos []core.DAO, log *slog.Logger) func(e 
 				return
 			}
 			ctx := c.Request.Context()
+			at, atSet, ok := atOf(c, log)
+			if !ok {
+				return
+			}
+			if atSet {
+				// As of a past timepoint of the governor's clock: the
+				// token's getPastVotes and getPastDelegate there.
+				power, delegate, err := r.PowerOfAt(ctx, slug, addr, at)
+				if err != nil {
+					writeError(c, log, err)
+					return
+				}
+				c.JSON(http.StatusOK, gin.H{"dao": slug, "address": addr, "at": at, "votingPower": power, "delegate": delegate})
+				return
+			}
 			body := gin.H{"dao": slug, "address": addr, "delegation": nil, "delegate": nil}
 			if d, found, err := r.Delegation(ctx, slug, addr); err != nil {
 				writeError(c, log, err)
@@ -169,6 +217,42 @@ func DelegateRoutes(r DelegateReader, daos []core.DAO, log *slog.Logger) func(e 
 				return
 			} else if found {
 				body["delegate"] = d
+			}
+			c.JSON(http.StatusOK, body)
+		})
+		e.GET("/:dao/accounts/:address/history", func(c *gin.Context) {
+			slug, ok := dao(c)
+			if !ok {
+				return
+			}
+			addr, ok := address(c)
+			if !ok {
+				return
+			}
+			limit, ok := limitOf(c)
+			if !ok {
+				return
+			}
+			var before uint64
+			if v := c.Query("before"); v != "" {
+				n, err := strconv.ParseUint(v, 10, 63)
+				if err != nil || n == 0 {
+					writeError(c, log, core.Errorf(core.ECodeInvalidRequest, "before must be a positive block number"))
+					return
+				}
+				before = n
+			}
+			items, next, err := r.PowerHistory(c.Request.Context(), slug, addr, before, limit)
+			if err != nil {
+				writeError(c, log, err)
+				return
+			}
+			if items == nil {
+				items = []core.PowerChange{}
+			}
+			body := gin.H{"dao": slug, "address": addr, "items": items, "nextBefore": nil}
+			if next > 0 {
+				body["nextBefore"] = next
 			}
 			c.JSON(http.StatusOK, body)
 		})

@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"strings"
@@ -176,13 +177,32 @@ func (b *builder) stampTimepoints(ctx context.Context) error {
 		}
 		return e.BlockNumber
 	}
-	c0, err := b.clockAt(ctx, first.BlockNumber)
-	if err != nil {
-		return fmt.Errorf("clock at block %d: %w", first.BlockNumber, err)
-	}
-	c1, err := b.clockAt(ctx, last.BlockNumber)
-	if err != nil {
-		return fmt.Errorf("clock at block %d: %w", last.BlockNumber, err)
+	c0, err0 := b.clockAt(ctx, first.BlockNumber)
+	c1, err1 := b.clockAt(ctx, last.BlockNumber)
+	if err := errors.Join(err0, err1); err != nil {
+		if !isMissingState(err) {
+			return fmt.Errorf("clock at blocks %d-%d: %w", first.BlockNumber, last.BlockNumber, err)
+		}
+		// A node that no longer serves those blocks' state (a backfill
+		// far behind a pruned node): the offset the clock has at the
+		// head is the best that can be known of it then.
+		head, _, headTime, err := b.r.chain.BlockStamp(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("head: %w", err)
+		}
+		ch, err := b.clockAt(ctx, head)
+		if err != nil {
+			return fmt.Errorf("clock at the head: %w", err)
+		}
+		headUnit := head
+		if b.d.info.clock == core.ClockTimestamp {
+			headUnit = headTime
+		}
+		b.r.log.Debug("clock of past blocks not served; using the head's offset", "dao", b.d.dao.Slug, "from", first.BlockNumber, "to", last.BlockNumber)
+		for i := range evs {
+			evs[i].Timepoint = unit(evs[i]) + (ch - headUnit)
+		}
+		return nil
 	}
 	steady := c0-unit(first) == c1-unit(last)
 	for i := range evs {
@@ -191,6 +211,7 @@ func (b *builder) stampTimepoints(ctx context.Context) error {
 			e.Timepoint = unit(*e) + (c0 - unit(first))
 			continue
 		}
+		var err error
 		if e.Timepoint, err = b.clockAt(ctx, e.BlockNumber); err != nil {
 			return fmt.Errorf("clock at block %d: %w", e.BlockNumber, err)
 		}

@@ -392,22 +392,33 @@ func (b *builder) secondsPerTick(ctx context.Context, to, toTime, now uint64) (f
 	if d.pace > 0 && to >= d.paceBlock && to < d.paceBlock+64 {
 		return d.pace, nil
 	}
-	// The governor answers only from its deployment on.
-	back := min(to-min(to, b.d.dao.StartBlock), 256)
-	if back == 0 {
-		return 12, nil // no history yet: Ethereum's slot time
+	// The governor answers only from its deployment on; a pruned node
+	// only for its recent blocks, hence the shorter samples after.
+	var pace float64
+	for _, want := range []uint64{256, 64, 8} {
+		back := min(to-min(to, b.d.dao.StartBlock), want)
+		if back == 0 {
+			return 12, nil // no history yet: Ethereum's slot time
+		}
+		_, _, t0, err := b.r.chain.BlockStamp(ctx, new(big.Int).SetUint64(to-back))
+		if err != nil {
+			return 0, fmt.Errorf("block time sample: %w", err)
+		}
+		c0, err := b.clockAt(ctx, to-back)
+		if err != nil {
+			if isMissingState(err) {
+				continue
+			}
+			return 0, fmt.Errorf("clock sample: %w", err)
+		}
+		pace = 1
+		if now > c0 && toTime > t0 {
+			pace = float64(toTime-t0) / float64(now-c0)
+		}
+		break
 	}
-	_, _, t0, err := b.r.chain.BlockStamp(ctx, new(big.Int).SetUint64(to-back))
-	if err != nil {
-		return 0, fmt.Errorf("block time sample: %w", err)
-	}
-	c0, err := b.clockAt(ctx, to-back)
-	if err != nil {
-		return 0, fmt.Errorf("clock sample: %w", err)
-	}
-	pace := 1.0
-	if now > c0 && toTime > t0 {
-		pace = float64(toTime-t0) / float64(now-c0)
+	if pace == 0 {
+		return 12, nil // no past clock served: Ethereum's slot time
 	}
 	d.pace, d.paceBlock = pace, to
 	return pace, nil

@@ -58,14 +58,14 @@ type DAOStatus struct {
 	Backfill *Backfill `json:"backfill,omitempty"`
 	// NotifyFromBlock is the first block whose changes are pushed to
 	// webhooks (0: every block); earlier history is stored, not pushed.
-	NotifyFromBlock uint64    `json:"notifyFromBlock"`
+	NotifyFromBlock uint64 `json:"notifyFromBlock"`
 	// CountingMode is the governor's COUNTING_MODE() and ClockMode its
 	// clock's unit, once read ("" before, and CountingMode for governors
 	// without one).
-	CountingMode string `json:"countingMode,omitempty"`
-	ClockMode    string `json:"clockMode,omitempty"`
-	LastError       string    `json:"lastError,omitempty"`
-	LastErrorAt     time.Time `json:"lastErrorAt,omitzero"`
+	CountingMode string    `json:"countingMode,omitempty"`
+	ClockMode    string    `json:"clockMode,omitempty"`
+	LastError    string    `json:"lastError,omitempty"`
+	LastErrorAt  time.Time `json:"lastErrorAt,omitzero"`
 }
 
 // Governor returns what the runner read of a DAO's governor: its
