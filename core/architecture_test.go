@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -32,6 +33,8 @@ var layers = map[string][]string{
 	"core/internal/delivery": {"core", "core/internal/signing"},
 	"core/internal/health":   {"core"},
 	"core/internal/indexer":  {"core"},
+	// The calldata decoder: the domain's Action, go-ethereum's ABI codec.
+	"core/internal/calldata": {"core"},
 	"core/internal/tracing":  {"core"},
 	"core/internal/wasmhost": {"core", "sdk/abi"},
 	// The plugin manager is the application service over the wasm host.
@@ -40,7 +43,7 @@ var layers = map[string][]string{
 	// two commands that wire them.
 	"core/internal/plugindelivery": {"core", "core/internal/delivery", "core/internal/pluginmgr"},
 	// The configuration embeds the adapters' own config structs.
-	"core/internal/config": {"core", "core/internal/chain", "core/internal/health", "core/internal/indexer"},
+	"core/internal/config": {"core", "core/internal/calldata", "core/internal/chain", "core/internal/health", "core/internal/indexer"},
 	// The admin page's server renders the page's files and calls the admin
 	// API over HTTP, in-process: it imports no adapter.
 	"core/internal/webui": {"core", "web"},
@@ -245,3 +248,74 @@ func TestSDKIsStandardLibraryOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestArchitectureDocNamesRealTests checks that every test the architecture
+// document names as the proof of a guarantee exists, so that the document
+// cannot keep pointing at a test that was renamed or removed.
+func TestArchitectureDocNamesRealTests(t *testing.T) {
+	doc, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defined := map[string]bool{}
+	err = filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == ".git") {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range testFunc.FindAllSubmatch(b, -1) {
+			defined[string(m[1])] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := testName.FindAllString(string(doc), -1)
+	if len(named) < 20 {
+		t.Fatalf("docs/architecture.md names %d tests; its guarantees table should name the test of each", len(named))
+	}
+	for _, name := range named {
+		if !defined[name] {
+			t.Errorf("docs/architecture.md names %s, which no test defines", name)
+		}
+	}
+}
+
+// TestDocsLinksResolve checks that every relative link of the README and of
+// docs/*.md points at a file or folder that exists.
+func TestDocsLinksResolve(t *testing.T) {
+	files, _ := filepath.Glob("../docs/*.md")
+	files = append(files, "../README.md")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mdLink.FindAllStringSubmatch(string(b), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			target, _, _ = strings.Cut(target, "#")
+			if _, err := os.Stat(filepath.Join(filepath.Dir(f), target)); err != nil {
+				t.Errorf("%s links to %s, which does not exist", f, m[1])
+			}
+		}
+	}
+}
+
+var (
+	testFunc = regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]+)\(`)
+	testName = regexp.MustCompile(`\bTest[A-Z][A-Za-z0-9_]+`)
+	mdLink   = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+)

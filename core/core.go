@@ -36,12 +36,20 @@ func (k GovernorKind) Valid() bool {
 // DAO is one governed organisation that govgate follows. DAOs come from the
 // configuration file, not from the store.
 type DAO struct {
-	Slug       string       `json:"slug" yaml:"slug"`
-	Name       string       `json:"name" yaml:"name"`
-	ChainID    uint64       `json:"chainId" yaml:"chain_id"`
-	Governor   string       `json:"governor" yaml:"governor"`
-	Kind       GovernorKind `json:"kind" yaml:"kind"`
-	StartBlock uint64       `json:"startBlock" yaml:"start_block"`
+	// Slug names the DAO in URLs ({dao}): lowercase letters, digits and
+	// hyphens.
+	Slug string `json:"slug" yaml:"slug"`
+	// Name is the DAO's display name.
+	Name string `json:"name" yaml:"name"`
+	// ChainID is the chain the governor is on; it must be one of chains.
+	ChainID uint64 `json:"chainId" yaml:"chain_id"`
+	// Governor is the governor contract's address.
+	Governor string `json:"governor" yaml:"governor"`
+	// Kind is the governor's family: oz-governor (OpenZeppelin 4.x/5.x),
+	// governor-bravo or governor-alpha.
+	Kind GovernorKind `json:"kind" yaml:"kind"`
+	// StartBlock is the first block indexed: the governor's deployment.
+	StartBlock uint64 `json:"startBlock" yaml:"start_block"`
 	// Token is the voting token whose delegations are indexed. Empty: the
 	// governor's token() (OpenZeppelin, Bravo-style), uni() or comp()
 	// (Uniswap's and Compound's governors).
@@ -82,6 +90,11 @@ type Webhook struct {
 	ConsecutiveFailures int          `json:"consecutiveFailures"`
 	FailingSince        *time.Time   `json:"failingSince,omitempty"`
 	LastDeliveryAt      *time.Time   `json:"lastDeliveryAt,omitempty"`
+	// Settings are what the owner chose: subscription, ordering, throttle.
+	Settings WebhookSettings `json:"settings"`
+	// PreviousSecretExpiresAt is when the secret rotated out last stops
+	// verifying; nil when no previous secret is valid.
+	PreviousSecretExpiresAt *time.Time `json:"previousSecretExpiresAt,omitempty"`
 }
 
 // Notification is one governance event published to webhooks. Its JSON form
@@ -125,6 +138,9 @@ const (
 	DeliveryFailed    DeliveryState = "failed"   // attempts exhausted or receiver gone
 	DeliveryCanceled  DeliveryState = "canceled" // webhook deactivated before delivery
 	DeliveryDropped   DeliveryState = "dropped"  // a plugin filtered it out
+	// DeliveryWaiting is a delivery of an ordered webhook held back until
+	// every earlier one of that webhook has finished.
+	DeliveryWaiting DeliveryState = "waiting"
 )
 
 // Delivery is one notification bound for one webhook.
@@ -159,6 +175,13 @@ const (
 	ECodeUnavailable          = "unavailable"
 	ECodeInternal             = "internal"
 	ECodeMethodNotAllowed     = "method_not_allowed"
+	// Owner-signed webhook requests: headers missing, a timestamp outside
+	// the window, a signature that no active webhook of that url made (an
+	// unknown url answers the same), a signature already used.
+	ECodeSignatureRequired = "signature_required"
+	ECodeStaleTimestamp    = "stale_timestamp"
+	ECodeInvalidSignature  = "invalid_signature"
+	ECodeReplayedRequest   = "replayed_request"
 )
 
 // Error is govgate's one error model: a stable code and a message that is
@@ -277,6 +300,15 @@ type Job struct {
 	WebhookID    int64
 	WebhookURL   string
 	Secret       string
+	// PreviousSecret, while PreviousUntil is ahead, also signs (a rotation's
+	// overlap); "" when there is none.
+	PreviousSecret string
+	PreviousUntil  time.Time
+	// Ordered jobs are the head of their webhook's line: finishing one
+	// lets the next one go.
+	Ordered bool
+	// Throttle is the webhook's rate limit, checked before each attempt.
+	Throttle Throttle
 	// LeaseExpires is when the lease runs out: an attempt that could not
 	// end by then is not started, since another process may take the
 	// delivery up from that moment.

@@ -117,6 +117,10 @@ type Proposal struct {
 	// Milestones records which time-driven notifications the indexer has
 	// emitted for the proposal (Milestone bits), so that each goes out once.
 	Milestones uint32 `json:"-"`
+	// Actions are the proposal's calls, decoded (Action), one per target.
+	// The store does not keep them: the REST API decodes them as it serves
+	// the proposal, with the ABIs the operator configures at that time.
+	Actions []Action `json:"actions,omitzero"`
 }
 
 // Milestone bits of Proposal.Milestones.

@@ -19,6 +19,14 @@ type Option func(*config)
 type config struct {
 	maxBody int64
 	now     func() time.Time
+	more    []string
+}
+
+// WithSecrets adds secrets that also verify: during a rotation's overlap,
+// pass the new secret to Middleware and the previous one here (or the other
+// way round), and drop the previous one once the overlap has ended.
+func WithSecrets(secrets ...string) Option {
+	return func(c *config) { c.more = append(c.more, secrets...) }
 }
 
 // WithMaxBodyBytes sets the largest body accepted; a larger one is answered
@@ -62,7 +70,7 @@ func Handler(secret string, fn func(w http.ResponseWriter, r *http.Request, body
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := readBody(w, r, c.maxBody)
 		if err == nil {
-			err = Verify(secret, r.Header, body, c.now())
+			err = VerifyAny(append([]string{secret}, c.more...), r.Header, body, c.now())
 		}
 		if err != nil {
 			code := StatusCode(err)

@@ -22,6 +22,11 @@ import (
 const (
 	HeaderTimestamp = "X-Webhook-Timestamp"
 	HeaderSignature = "X-Webhook-Signature-V2"
+	// HeaderSignatureNext is present during a secret rotation's overlap:
+	// HeaderSignature then keeps the previous secret's digest, so receivers
+	// not yet updated go on verifying, and this header carries the new
+	// secret's.
+	HeaderSignatureNext = "X-Webhook-Signature-V2-Next"
 )
 
 // Tolerance is the largest accepted difference, either way, between the
@@ -58,11 +63,29 @@ var (
 // body must be the raw request body, unparsed. It returns nil or an error
 // that wraps one of the Err variables; StatusCode gives the answer to send.
 //
+// During a rotation's overlap the digest may also be in
+// X-Webhook-Signature-V2-Next (the new secret's); Verify accepts it there
+// too, so a receiver switched to the new secret verifies from the start.
+//
 // The timestamp is checked before the signature, so a stale delivery is
 // refused with 400 without computing an HMAC.
 func Verify(secret string, header http.Header, body []byte, now time.Time) error {
-	if secret == "" {
+	return VerifyAny([]string{secret}, header, body, now)
+}
+
+// VerifyAny is Verify with several secrets, as a receiver holds them
+// during a rotation (the previous and the new): the delivery passes when
+// any secret's digest is in X-Webhook-Signature-V2 or
+// X-Webhook-Signature-V2-Next. Every comparison is made, in constant time
+// each, whichever matches.
+func VerifyAny(secrets []string, header http.Header, body []byte, now time.Time) error {
+	if len(secrets) == 0 {
 		return fmt.Errorf("verify webhook: %w", ErrNoSecret)
+	}
+	for _, s := range secrets {
+		if s == "" {
+			return fmt.Errorf("verify webhook: %w", ErrNoSecret)
+		}
 	}
 	// A header sent with an empty value is present: an empty timestamp is
 	// invalid and an empty signature mismatches.
@@ -82,7 +105,28 @@ func Verify(secret string, header http.Header, body []byte, now time.Time) error
 	if !withinTolerance(now, sec) {
 		return fmt.Errorf("verify webhook: %s: %w", HeaderTimestamp, ErrTimestampOutOfRange)
 	}
+	got := [][]byte{lowerASCII(sigValues[0])}
+	if next := header.Values(HeaderSignatureNext); len(next) > 0 {
+		got = append(got, lowerASCII(next[0]))
+	}
+	match := false
+	for _, secret := range secrets {
+		want := digest(secret, ts, body)
+		for _, g := range got {
+			// hmac.Equal is constant-time for equal lengths and false otherwise.
+			if hmac.Equal(want, g) {
+				match = true
+			}
+		}
+	}
+	if !match {
+		return fmt.Errorf("verify webhook: %s: %w", HeaderSignature, ErrSignatureMismatch)
+	}
+	return nil
+}
 
+// digest is the hex HMAC-SHA256 of "{ts}.{body}" keyed with secret.
+func digest(secret, ts string, body []byte) []byte {
 	mac := hmac.New(sha256.New, []byte(secret))
 	io.WriteString(mac, ts) // the header's own text, not a re-formatted number
 	mac.Write([]byte{'.'})
@@ -90,12 +134,7 @@ func Verify(secret string, header http.Header, body []byte, now time.Time) error
 	var sum [sha256.Size]byte
 	want := make([]byte, hex.EncodedLen(sha256.Size))
 	hex.Encode(want, mac.Sum(sum[:0]))
-
-	// hmac.Equal is constant-time for equal lengths and false otherwise.
-	if !hmac.Equal(want, lowerASCII(sigValues[0])) {
-		return fmt.Errorf("verify webhook: %s: %w", HeaderSignature, ErrSignatureMismatch)
-	}
-	return nil
+	return want
 }
 
 // StatusCode returns the status a receiver answers with after Verify (or

@@ -61,7 +61,8 @@ var (
 	memProfile    = flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
 	runProfiles   = flag.String("run-cpuprofiles", "", "write a CPU profile of each measured pipeline run, from its first ingest to its last recorded success, into this directory, named after the run's database")
 	rounds        = flag.Int("rounds", 5, "rounds of each figure measured in rounds; each round measures the baseline and the subject back to back, and the medians are reported")
-	only          = flag.String("only", "", "run only these parts, comma-separated: ceiling, sqlite, postgres, latency, fanout, plugins, otel, health, delegation, rss")
+	only          = flag.String("only", "", "run only these parts, comma-separated: ceiling, sqlite, postgres, latency, fanout, plugins, otel, ordered, health, delegation, rss")
+	orderedNotes  = flag.Int("ordered-notifications", 300, "notifications in the ordered part's one-endpoint run")
 
 	delegationEvents = flag.Int("delegations", 1_000_000, "delegation events in the delegation part (even; the figure is 1,000,000, fewer while iterating)")
 	delegationStores = flag.String("delegation-stores", "sqlite,postgres", "stores the delegation part indexes into, comma-separated: sqlite, postgres")
@@ -294,6 +295,11 @@ func run(ctx context.Context) error {
 		reportMedian("otel_spans_exported", "%.0f", spans)
 		reportMedian("otel_ratio", "%.2f", ratios)
 	}
+	if want("ordered") {
+		if err := orderedBench(ctx, newDB, client, rcv); err != nil {
+			return fmt.Errorf("ordered: %w", err)
+		}
+	}
 	if want("health") {
 		if _, err := healthRatio(ctx, tmp); err != nil {
 			return fmt.Errorf("health: %w", err)
@@ -356,6 +362,9 @@ type benchReceiver struct {
 	mu      sync.Mutex
 	arrived map[string]time.Time // X-Webhook-Id → first arrival
 	track   atomic.Bool
+	// ordered counts the deliveries to /ordered/… paths (the ordered part's
+	// endpoints), which count also counts.
+	ordered atomic.Int64
 }
 
 func startReceiver(dir string) (*benchReceiver, error) {
@@ -388,6 +397,9 @@ func (r *benchReceiver) deliver(w http.ResponseWriter, req *http.Request, _ []by
 			r.arrived[id] = now
 		}
 		r.mu.Unlock()
+	}
+	if strings.HasPrefix(req.URL.Path, "/ordered/") {
+		r.ordered.Add(1)
 	}
 	r.count.Add(1)
 	w.WriteHeader(http.StatusNoContent)

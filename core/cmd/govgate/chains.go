@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/calldata"
 	"github.com/govgate/govgate/core/internal/chain"
 	"github.com/govgate/govgate/core/internal/config"
 	"github.com/govgate/govgate/core/internal/health"
@@ -26,6 +27,8 @@ type chainService struct {
 	gateways map[uint64]*chain.Gateway
 	runners  map[uint64]*indexer.Runner
 	monitor  *health.Monitor
+	// decoder decodes proposals' calls for proposal.created and the API.
+	decoder *calldata.Decoder
 }
 
 func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *store.Store, producer *wakingStore, reg *prometheus.Registry, runBG func(string, func(context.Context) error)) (*chainService, error) {
@@ -33,6 +36,11 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 	gwMetrics, ixMetrics := chain.NewMetrics(), indexer.NewMetrics()
 	reg.MustRegister(gwMetrics.Collectors()...)
 	reg.MustRegister(ixMetrics.Collectors()...)
+	dec, err := calldata.New(cfg.Decode)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	s.decoder = dec
 	var locker indexer.Locker = storeLocker{st}
 	for _, ch := range cfg.Chains {
 		gw, err := chain.New(ch, chain.Options{Logger: log, Metrics: gwMetrics})
@@ -50,7 +58,7 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 		if len(daos) == 0 {
 			continue
 		}
-		r, err := indexer.NewRunner(gw, indexStore{producer}, locker, ch.ID, ch.Confirmations, daos, cfg.Indexer, indexer.Options{Logger: log, Metrics: ixMetrics})
+		r, err := indexer.NewRunner(gw, indexStore{producer}, locker, ch.ID, ch.Confirmations, daos, cfg.Indexer, indexer.Options{Logger: log, Metrics: ixMetrics, Actions: dec})
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +122,7 @@ func (s *chainService) Governor(slug string) (countingMode, clock string, ok boo
 }
 
 func (s *chainService) APIRoutes() []func(*gin.Engine) {
-	return []func(*gin.Engine){httpapi.ProposalRoutes(s.st, s.daos, s.log), httpapi.DelegateRoutes(s.st, s.daos, s.log)}
+	return []func(*gin.Engine){httpapi.ProposalRoutes(httpapi.WithActions(s.st, s.decoder), s.daos, s.log), httpapi.DelegateRoutes(s.st, s.daos, s.log)}
 }
 
 func (s *chainService) AdminRoutes() []func(*gin.RouterGroup) {

@@ -89,6 +89,14 @@ func startDevChain(ctx context.Context, cfg *config.Config, log *slog.Logger) (*
 		}
 		caPEM = append(append(extra, '\n'), caPEM...)
 	}
+	if cfg.Decode.ABIDir == "" {
+		// The ABIs of the dev proposals' own targets, as an operator
+		// would file them: their calls decode with names.
+		cfg.Decode.ABIDir = filepath.Join(dir, "abis")
+		if err := c.WriteABIs(cfg.Decode.ABIDir); err != nil {
+			return nil, err
+		}
+	}
 	cfg.Delivery.CAFile = filepath.Join(dir, "ca.pem")
 	if err := os.WriteFile(cfg.Delivery.CAFile, caPEM, 0o600); err != nil {
 		return nil, err

@@ -219,6 +219,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 		h := httpapi.NewWebhookService(httpapi.WebhookServiceConfig{
 			Registry: st, NewSecret: signing.NewSecret, AllowPrivate: cfg.Delivery.AllowPrivate,
 			RatePerMinute: cfg.Registration.RatePerMinute, Burst: cfg.Registration.Burst, Logger: log,
+			DAOs: cfg.DAOs, AdminToken: cfg.Admin.Token,
 		})
 		if err := listen("webhooks", cfg.Webhooks.Addr, h); err != nil {
 			return err

@@ -32,7 +32,8 @@ type BreakerConfig struct {
 type ChainConfig struct {
 	// ID is the EIP-155 chain id; the gateway does not check it against the
 	// upstream (the indexer does, once, before it indexes).
-	ID   uint64 `yaml:"id" json:"id"`
+	ID uint64 `yaml:"id" json:"id"`
+	// Name is the chain's name in logs, health and the admin page.
 	Name string `yaml:"name" json:"name"`
 	// RPC lists JSON-RPC endpoints (http, https, ws, wss) in order of
 	// preference. They may carry API keys in the path or query: those never
@@ -44,7 +45,8 @@ type ChainConfig struct {
 	// RequestTimeout bounds each call to one upstream; a failover to the next
 	// upstream gets a fresh timeout.
 	RequestTimeout time.Duration `yaml:"request_timeout" json:"requestTimeout"`
-	Breaker        BreakerConfig `yaml:"breaker" json:"breaker"`
+	// Breaker tunes the circuit breaker kept per upstream (sony/gobreaker).
+	Breaker BreakerConfig `yaml:"breaker" json:"breaker"`
 }
 
 // WithDefaults returns c with zero durations and counters set to the defaults.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/calldata"
 	"github.com/govgate/govgate/core/internal/chain"
 	"github.com/govgate/govgate/core/internal/health"
 	"github.com/govgate/govgate/core/internal/indexer"
@@ -24,22 +26,42 @@ import (
 
 // Config is govgate's static configuration.
 type Config struct {
-	DatabaseURL string   `yaml:"database_url"`
-	API         Listener `yaml:"api"`
-	Webhooks    Listener `yaml:"webhooks"`
-	Admin       Admin    `yaml:"admin"`
-	SecretKey   string   `yaml:"secret_key"` // base64 of 32 bytes; prefer GOVGATE_SECRET_KEY
-	LogLevel    string   `yaml:"log_level"`
-	LogFormat   string   `yaml:"log_format"` // text or json
+	// DatabaseURL is sqlite:PATH (the embedded database) or
+	// postgres://user:pass@host/db.
+	DatabaseURL string `yaml:"database_url" env:"GOVGATE_DATABASE_URL"`
+	// API is the REST API's listener (host:port).
+	API Listener `yaml:"api" env:"GOVGATE_API_ADDR"`
+	// Webhooks is the webhook service's listener (host:port).
+	Webhooks Listener `yaml:"webhooks" env:"GOVGATE_WEBHOOKS_ADDR"`
+	// Admin is the admin listener: the admin API, the admin page and /metrics.
+	Admin Admin `yaml:"admin"`
+	// SecretKey encrypts webhook secrets at rest (AES-256-GCM): base64 of 32
+	// bytes, such as the output of openssl rand -base64 32.
+	SecretKey string `yaml:"secret_key" env:"GOVGATE_SECRET_KEY"` // base64 of 32 bytes; prefer the variable
+	// LogLevel is debug, info, warn or error.
+	LogLevel  string `yaml:"log_level" env:"GOVGATE_LOG_LEVEL"`
+	LogFormat string `yaml:"log_format" env:"GOVGATE_LOG_FORMAT"` // text or json
 
-	Registration Registration        `yaml:"registration"`
-	Delivery     Delivery            `yaml:"delivery"`
-	Plugins      Plugins             `yaml:"plugins"`
-	Chains       []chain.ChainConfig `yaml:"chains"`
-	DAOs         []core.DAO          `yaml:"daos"`
-	Indexer      indexer.Config      `yaml:"indexer"`
-	Health       health.Config       `yaml:"health"`
-	Tracing      Tracing             `yaml:"tracing"`
+	// Registration limits POST /webhooks per client IP.
+	Registration Registration `yaml:"registration"`
+	// Delivery configures the dispatcher: timeouts, workers, retries.
+	Delivery Delivery `yaml:"delivery"`
+	// Plugins configures the WebAssembly plugin host.
+	Plugins Plugins `yaml:"plugins"`
+	// Chains are the EVM chains govgate reads, each with its RPC upstreams.
+	Chains []chain.ChainConfig `yaml:"chains"`
+	// DAOs are the governors govgate follows.
+	DAOs []core.DAO `yaml:"daos"`
+	// Indexer tunes how chains are read.
+	Indexer indexer.Config `yaml:"indexer"`
+	// Health tunes the health documents and their thresholds.
+	Health health.Config `yaml:"health"`
+	// Tracing exports OpenTelemetry traces (see docs/tracing.md).
+	Tracing Tracing `yaml:"tracing"`
+	// Decode names the operator's ABIs and signatures, with which
+	// proposals' calls decode beyond the embedded curated set (see
+	// docs/api.md, Actions). Read at start.
+	Decode calldata.Config `yaml:"decode"`
 }
 
 // Tracing configures OpenTelemetry traces, exported over OTLP/HTTP: one
@@ -51,6 +73,7 @@ type Config struct {
 // OTEL_RESOURCE_ATTRIBUTES and the exporter's headers, TLS and timeout
 // settings are read by the OpenTelemetry SDK itself.
 type Tracing struct {
+	// Enabled turns tracing on; the OTEL_* variables can turn it on or off.
 	Enabled bool `yaml:"enabled"`
 	// Endpoint is the collector's OTLP/HTTP base URL, such as
 	// http://127.0.0.1:4318 (spans go to its /v1/traces);
@@ -60,49 +83,59 @@ type Tracing struct {
 	SampleRatio float64 `yaml:"sample_ratio"`
 	// TraceparentHeader sends each attempt's W3C traceparent header with
 	// the delivery, so that a receiver's own spans join the trace.
-	TraceparentHeader bool `yaml:"traceparent_header"`
+	TraceparentHeader bool `yaml:"traceparent_header" env:"GOVGATE_TRACING_TRACEPARENT_HEADER"`
 
 	envEndpoint bool // an OTEL_ endpoint variable is set
 }
 
-// Listener is one HTTP listener.
+// Listener is one HTTP listener. Each listener's address has a variable of
+// its own (GOVGATE_API_ADDR, GOVGATE_WEBHOOKS_ADDR), named on the field that
+// holds the Listener.
 type Listener struct {
 	Addr string `yaml:"addr"`
 }
 
 // Admin configures the admin listener and its bearer token.
 type Admin struct {
-	Addr  string `yaml:"addr"`
-	Token string `yaml:"token"` // prefer GOVGATE_ADMIN_TOKEN
+	// Addr is the admin listener (host:port).
+	Addr string `yaml:"addr" env:"GOVGATE_ADMIN_ADDR"`
+	// Token is the bearer token of the admin API and the admin page's
+	// sign-in; unset refuses every admin request. Prefer the variable.
+	Token string `yaml:"token" env:"GOVGATE_ADMIN_TOKEN"`
 	// SecureCookies marks the admin page's session cookie Secure even over
 	// plain HTTP, for deployments where a proxy terminates TLS. Requests that
 	// arrive over TLS always get a Secure cookie.
-	SecureCookies bool `yaml:"secure_cookies"`
+	SecureCookies bool `yaml:"secure_cookies" env:"GOVGATE_ADMIN_SECURE_COOKIES"`
 }
 
 // Registration configures the webhook registration endpoint.
 type Registration struct {
 	// RatePerMinute is how many registration requests one client IP may make
 	// per minute; Burst how many at once.
-	RatePerMinute float64 `yaml:"rate_per_minute"`
-	Burst         int     `yaml:"burst"`
+	RatePerMinute float64 `yaml:"rate_per_minute" env:"GOVGATE_REGISTRATION_RATE_PER_MINUTE"`
+	// Burst is how many registrations one client IP may make at once.
+	Burst int `yaml:"burst"`
 }
 
 // Delivery configures the dispatcher.
 type Delivery struct {
-	AllowPrivate bool          `yaml:"allow_private"`
-	CAFile       string        `yaml:"ca_file"`
-	Timeout      time.Duration `yaml:"timeout"`
+	// AllowPrivate lets webhooks target loopback and private addresses: for
+	// development and tests only.
+	AllowPrivate bool `yaml:"allow_private" env:"GOVGATE_DELIVERY_ALLOW_PRIVATE"`
+	// CAFile is a PEM file of extra CAs trusted for receivers.
+	CAFile string `yaml:"ca_file" env:"GOVGATE_DELIVERY_CA_FILE"`
+	// Timeout bounds one delivery attempt.
+	Timeout time.Duration `yaml:"timeout" env:"GOVGATE_DELIVERY_TIMEOUT"`
 	// Workers is how many attempts one process makes at once. Each worker
 	// also spends time of its own per attempt (signing, the plugin chain,
 	// handing the result over) while its request is not on the wire, so
 	// there are twice as many as a busy receiver's connection needs.
-	Workers int `yaml:"workers"`
+	Workers int `yaml:"workers" env:"GOVGATE_DELIVERY_WORKERS"`
 	// PerWebhookConcurrency caps in-flight attempts to one webhook so one slow
 	// receiver cannot starve the others.
 	PerWebhookConcurrency int `yaml:"per_webhook_concurrency"`
 	// Schedule is the wait before each retry: len(Schedule)+1 attempts in all.
-	Schedule []time.Duration `yaml:"schedule"`
+	Schedule []time.Duration `yaml:"schedule" env:"GOVGATE_DELIVERY_SCHEDULE"`
 	// Jitter is the fraction (0..1) by which each wait is randomly shortened or lengthened.
 	Jitter float64 `yaml:"jitter"`
 	// MaxRetryAfter bounds how far a receiver's Retry-After may push an attempt.
@@ -113,7 +146,9 @@ type Delivery struct {
 	// DisableAfter deactivates a webhook whose deliveries have all failed for
 	// this long (0 disables the rule).
 	DisableAfter time.Duration `yaml:"disable_after"`
-	BatchSize    int           `yaml:"batch_size"`
+	// BatchSize is how many deliveries one claim takes from the queue.
+	BatchSize int `yaml:"batch_size"`
+	// PollInterval is how often an idle dispatcher looks for due deliveries.
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// Backlog is how many fresh deliveries of notifications this process
 	// accepts may go straight to its own workers, stored in flight under a
@@ -124,10 +159,15 @@ type Delivery struct {
 
 // Plugins configures the WebAssembly plugin host.
 type Plugins struct {
-	Dir           string        `yaml:"dir"`
-	CacheDir      string        `yaml:"cache_dir"`
-	CallTimeout   time.Duration `yaml:"call_timeout"`
-	MemoryLimitMB uint32        `yaml:"memory_limit_mb"`
+	// Dir is a directory of .wasm plugins loaded at start.
+	Dir string `yaml:"dir" env:"GOVGATE_PLUGINS_DIR"`
+	// CacheDir holds wazero's compilation cache; empty: wasm-cache beside a
+	// SQLite database, none (compile at every start) with PostgreSQL.
+	CacheDir string `yaml:"cache_dir"`
+	// CallTimeout bounds one plugin call; a call past it fails.
+	CallTimeout time.Duration `yaml:"call_timeout"`
+	// MemoryLimitMB caps one plugin instance's memory.
+	MemoryLimitMB uint32 `yaml:"memory_limit_mb"`
 	// MemoryReserveMB is the memory a Go plugin's instance starts with
 	// (wasmhost.Config.MemoryReserveMB); 0: 8, or MemoryLimitMB if lower.
 	MemoryReserveMB uint32 `yaml:"memory_reserve_mb"`
@@ -213,63 +253,14 @@ const (
 	EnvTracingHeader      = "GOVGATE_TRACING_TRACEPARENT_HEADER"
 )
 
+// applyEnv sets every field that carries an env tag from its variable, when
+// the variable is set; the OTEL_* variables turn tracing on or off.
 func (c *Config) applyEnv(getenv func(string) string) error {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	str := func(name string, dst *string) {
-		if v := getenv(name); v != "" {
-			*dst = v
-		}
-	}
-	str(EnvDatabaseURL, &c.DatabaseURL)
-	str(EnvAPIAddr, &c.API.Addr)
-	str(EnvWebhooksAddr, &c.Webhooks.Addr)
-	str(EnvAdminAddr, &c.Admin.Addr)
-	str(EnvAdminToken, &c.Admin.Token)
-	str(EnvSecretKey, &c.SecretKey)
-	str(EnvDeliveryCAFile, &c.Delivery.CAFile)
-	str(EnvLogLevel, &c.LogLevel)
-	str(EnvLogFormat, &c.LogFormat)
-	str(EnvPluginsDir, &c.Plugins.Dir)
-	if v := getenv(EnvDeliveryAllowPriv); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("config: %s: want true or false, got %q", EnvDeliveryAllowPriv, v)
-		}
-		c.Delivery.AllowPrivate = b
-	}
-	if v := getenv(EnvAdminSecureCookies); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("config: %s: want true or false, got %q", EnvAdminSecureCookies, v)
-		}
-		c.Admin.SecureCookies = b
-	}
-	if v := getenv(EnvDeliveryTimeout); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("config: %s: %w", EnvDeliveryTimeout, err)
-		}
-		c.Delivery.Timeout = d
-	}
-	if v := getenv(EnvDeliveryWorkers); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("config: %s: %w", EnvDeliveryWorkers, err)
-		}
-		c.Delivery.Workers = n
-	}
-	if v := getenv(EnvDeliverySchedule); v != "" {
-		var sched []time.Duration
-		for _, part := range strings.Split(v, ",") {
-			d, err := time.ParseDuration(strings.TrimSpace(part))
-			if err != nil {
-				return fmt.Errorf("config: %s: %w", EnvDeliverySchedule, err)
-			}
-			sched = append(sched, d)
-		}
-		c.Delivery.Schedule = sched
+	if err := applyEnvTags(reflect.ValueOf(c).Elem(), getenv); err != nil {
+		return err
 	}
 	if getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
 		c.Tracing.Enabled, c.Tracing.envEndpoint = true, true
@@ -277,19 +268,90 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	if v := getenv("OTEL_SDK_DISABLED"); strings.EqualFold(v, "true") || getenv("OTEL_TRACES_EXPORTER") == "none" {
 		c.Tracing.Enabled = false
 	}
-	if v := getenv(EnvTracingHeader); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("config: %s: want true or false, got %q", EnvTracingHeader, v)
+	return nil
+}
+
+// applyEnvTags walks v's fields: a field with an env tag whose variable is
+// set takes its value (a Listener field takes it as its address); a struct
+// field without one is walked in turn.
+func applyEnvTags(v reflect.Value, getenv func(string) string) error {
+	for i := 0; i < v.NumField(); i++ {
+		f, sf := v.Field(i), v.Type().Field(i)
+		if !sf.IsExported() {
+			continue
 		}
-		c.Tracing.TraceparentHeader = b
+		name := sf.Tag.Get("env")
+		if name == "" {
+			if f.Kind() == reflect.Struct && f.Type() != reflect.TypeOf(time.Time{}) {
+				if err := applyEnvTags(f, getenv); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		raw := getenv(name)
+		if raw == "" {
+			continue
+		}
+		if f.Type() == reflect.TypeOf(Listener{}) {
+			f = f.FieldByName("Addr")
+		}
+		if err := setFromEnv(f, raw); err != nil {
+			return fmt.Errorf("config: %s: %w", name, err)
+		}
 	}
-	if v := getenv(EnvRegistrationPerMin); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
+	return nil
+}
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// setFromEnv parses raw into f by f's type.
+func setFromEnv(f reflect.Value, raw string) error {
+	switch {
+	case f.Type() == durationType:
+		d, err := time.ParseDuration(raw)
 		if err != nil {
-			return fmt.Errorf("config: %s: %w", EnvRegistrationPerMin, err)
+			return err
 		}
-		c.Registration.RatePerMinute = f
+		f.SetInt(int64(d))
+	case f.Kind() == reflect.Slice && f.Type().Elem() == durationType:
+		var list []time.Duration
+		for _, part := range strings.Split(raw, ",") {
+			d, err := time.ParseDuration(strings.TrimSpace(part))
+			if err != nil {
+				return err
+			}
+			list = append(list, d)
+		}
+		f.Set(reflect.ValueOf(list))
+	case f.Kind() == reflect.String:
+		f.SetString(raw)
+	case f.Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", raw)
+		}
+		f.SetBool(b)
+	case f.CanInt():
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil {
+			return err
+		}
+		f.SetInt(n)
+	case f.CanUint():
+		n, err := strconv.ParseUint(raw, 10, 64)
+		if err != nil {
+			return err
+		}
+		f.SetUint(n)
+	case f.CanFloat():
+		x, err := strconv.ParseFloat(raw, 64)
+		if err != nil {
+			return err
+		}
+		f.SetFloat(x)
+	default:
+		return fmt.Errorf("no environment parsing for %s", f.Type())
 	}
 	return nil
 }
@@ -380,6 +442,9 @@ func (c *Config) Validate() error {
 	c.Health = c.Health.WithDefaults()
 	if err := c.Health.Validate(); err != nil {
 		return fmt.Errorf("config: health: %w", err)
+	}
+	if err := c.Decode.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	slugs := map[string]bool{}
 	for i, dao := range c.DAOs {

@@ -63,6 +63,8 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"tracing without endpoint", "tracing: {enabled: true}", "", "tracing.endpoint"},
 		{"tracing ratio", "tracing: {enabled: true, endpoint: 'http://127.0.0.1:4318', sample_ratio: 2}", "", "tracing.sample_ratio"},
 		{"tracing header", "", "GOVGATE_TRACING_TRACEPARENT_HEADER=sometimes", "GOVGATE_TRACING_TRACEPARENT_HEADER"},
+		{"decode abi dir", "decode: {abi_dir: /nonexistent/abis}", "", "decode.abi_dir"},
+		{"decode signatures file", "", "GOVGATE_DECODE_SIGNATURES_FILE=/nonexistent/sigs.txt", "decode.signatures_file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "c.yaml")

@@ -35,6 +35,24 @@ type Queue interface {
 	Complete(ctx context.Context, results []core.AttemptResult, disableAfter time.Duration) (deactivated []int64, err error)
 }
 
+// Throttler is a Queue that keeps webhooks' rate limits (store.Store):
+// TakeThrottle grants an attempt now (0) or says how long until the next
+// one may start. The bucket lives in the shared database, so that every
+// process delivering to a webhook draws from the same one.
+type Throttler interface {
+	TakeThrottle(ctx context.Context, webhookID int64, t core.Throttle) (time.Duration, error)
+}
+
+// LineSweeper is a Queue with ordered webhooks (store.Store): PromoteOrdered
+// gives every line without a head its next delivery, repairing a promotion
+// that a killed process did not make.
+type LineSweeper interface {
+	PromoteOrdered(ctx context.Context) (int, error)
+}
+
+// sweepEvery is how often Run sweeps ordered lines.
+const sweepEvery = time.Second
+
 // Transformer runs the plugin chain that applies to a job. Keep false drops
 // the delivery; Body and ContentType replace the notification JSON when set.
 // Trace is a JSON record of which plugins ran, what they decided and how long
@@ -134,6 +152,11 @@ type Dispatcher struct {
 
 	signersMu sync.Mutex
 	signers   map[string]*signing.Signer // by secret; see signer
+
+	// throttledUntil holds webhooks whose bucket was empty, until it has
+	// room again: their jobs go back to the queue without asking the
+	// database, and claims leave them out meanwhile.
+	throttledUntil map[int64]time.Time
 }
 
 // The two pools of room: claimed jobs, and fresh jobs handed over by
@@ -195,11 +218,12 @@ func New(cfg Config) (*Dispatcher, error) {
 	}
 	return &Dispatcher{
 		cfg: cfg, log: cfg.Logger,
-		wake:       make(chan struct{}, 1),
-		slotFree:   make(chan struct{}, 1),
-		perWebhook: map[int64]int{},
-		active:     map[int64]int{},
-		parked:     map[int64][]task{},
+		wake:           make(chan struct{}, 1),
+		slotFree:       make(chan struct{}, 1),
+		perWebhook:     map[int64]int{},
+		active:         map[int64]int{},
+		parked:         map[int64][]task{},
+		throttledUntil: map[int64]time.Time{},
 		// Room for the results that arrive while a batch is written, so
 		// that workers do not wait for the database.
 		results: make(chan core.AttemptResult, 4*cfg.Workers+maxRecordBatch),
@@ -259,6 +283,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	// Claim in batches: waiting for half a batch of room costs no latency
 	// (two batches are prefetched) and keeps each claim round trip full.
 	threshold := max(1, d.cfg.BatchSize/2)
+	var lastSweep time.Time
 	for ctx.Err() == nil {
 		free := d.room()
 		if free <= 0 || (free < threshold && d.busy()) {
@@ -267,6 +292,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			case <-d.slotFree:
 			}
 			continue
+		}
+		if sw, ok := d.cfg.Queue.(LineSweeper); ok && time.Since(lastSweep) >= sweepEvery {
+			lastSweep = time.Now()
+			if _, err := sw.PromoteOrdered(ctx); err != nil && ctx.Err() == nil {
+				d.log.Warn("sweep ordered lines failed", "err", err)
+			}
 		}
 		r := d.reserve(claimed, min(free, d.cfg.BatchSize))
 		if r.N == 0 {
@@ -384,17 +415,57 @@ func (d *Dispatcher) process(ctx context.Context, t task) {
 		d.giveBack([]core.Job{t.job})
 		return
 	}
+	if t.job.Throttle.On() {
+		if wait := d.throttle(ctx, t.job); wait > 0 {
+			// Back to the queue, due when the bucket has room: the job holds
+			// neither a worker nor room that other webhooks need.
+			d.giveBackAfter([]core.Job{t.job}, wait)
+			return
+		}
+	}
 	d.results <- d.attempt(ctx, t.job)
 }
 
+// throttle asks the webhook's bucket for an attempt now: 0 when granted,
+// else how long to wait.
+func (d *Dispatcher) throttle(ctx context.Context, j core.Job) time.Duration {
+	now := time.Now()
+	d.mu.Lock()
+	until, ok := d.throttledUntil[j.WebhookID]
+	d.mu.Unlock()
+	if ok && now.Before(until) {
+		return until.Sub(now)
+	}
+	th, ok := d.cfg.Queue.(Throttler)
+	if !ok {
+		return 0
+	}
+	wait, err := th.TakeThrottle(ctx, j.WebhookID, j.Throttle)
+	if err != nil {
+		// Not sent without a grant: the limit is the owner's promise.
+		d.log.Warn("throttle check failed; retrying later", "webhook", j.WebhookID, "err", err)
+		wait = time.Second
+	}
+	if wait > 0 {
+		d.mu.Lock()
+		d.throttledUntil[j.WebhookID] = now.Add(wait)
+		d.mu.Unlock()
+	}
+	return wait
+}
+
 // giveBack returns jobs that were not attempted to the queue, due at once.
-func (d *Dispatcher) giveBack(jobs []core.Job) {
+func (d *Dispatcher) giveBack(jobs []core.Job) { d.giveBackAfter(jobs, 0) }
+
+// giveBackAfter returns jobs that were not attempted to the queue, due
+// after delay.
+func (d *Dispatcher) giveBackAfter(jobs []core.Job, delay time.Duration) {
 	if len(jobs) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Timeout)
 	defer cancel()
-	if err := d.cfg.Queue.Release(ctx, jobs, 0); err != nil {
+	if err := d.cfg.Queue.Release(ctx, jobs, delay); err != nil {
 		// Their leases run out instead.
 		d.log.Warn("give back deliveries not attempted", "err", err, "deliveries", len(jobs))
 	}
@@ -422,6 +493,16 @@ func (d *Dispatcher) excludeLocked() []int64 {
 	var exclude []int64
 	for id, n := range d.perWebhook {
 		if n >= d.cfg.PerWebhookConcurrency {
+			exclude = append(exclude, id)
+		}
+	}
+	// Throttled webhooks whose bucket is empty too: their deliveries would
+	// only go back.
+	now := time.Now()
+	for id, until := range d.throttledUntil {
+		if !now.Before(until) {
+			delete(d.throttledUntil, id)
+		} else if d.perWebhook[id] < d.cfg.PerWebhookConcurrency {
 			exclude = append(exclude, id)
 		}
 	}
@@ -525,6 +606,14 @@ func (d *Dispatcher) recordLoop() {
 					d.log.Warn("webhook deactivated by delivery failures", "webhook", id)
 				}
 				d.cfg.Metrics.recorded(batch)
+				for _, r := range batch {
+					if r.Job.Ordered && r.Outcome != core.OutcomeRetry {
+						// Complete promoted the next of its line: claim it now
+						// rather than at the next poll.
+						d.Wake()
+						break
+					}
+				}
 				batch = batch[:0]
 				return
 			}
@@ -673,8 +762,14 @@ func (d *Dispatcher) send(ctx context.Context, j core.Job) core.AttemptResult {
 	if d.cfg.TraceHeader && d.cfg.Tracer != nil {
 		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	}
-	// Each attempt is signed at send time, so its timestamp is fresh.
-	d.signer(j.Secret).SignHeader(req.Header, j.Notification.ID, time.Now(), body)
+	// Each attempt is signed at send time, so its timestamp is fresh; during
+	// a rotation's overlap with the previous secret too.
+	now := time.Now()
+	if j.PreviousSecret != "" && now.Before(j.PreviousUntil) {
+		signing.SignRotated(req.Header, d.signer(j.Secret), d.signer(j.PreviousSecret), j.Notification.ID, now, body)
+	} else {
+		d.signer(j.Secret).SignHeader(req.Header, j.Notification.ID, now, body)
+	}
 	resp, err := d.cfg.Client.Do(req)
 	res.Duration = time.Since(start)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 type AdminStore interface {
 	ListWebhooks(ctx context.Context, f core.WebhookFilter, p core.Page) ([]core.Webhook, int64, error)
 	Webhook(ctx context.Context, id int64) (core.Webhook, error)
+	WebhookView(ctx context.Context, id int64) (core.WebhookView, error)
 	DeactivateWebhookByID(ctx context.Context, id int64, reason string) (core.Webhook, error)
 	ReactivateWebhookByID(ctx context.Context, id int64) (core.Webhook, error)
 	ListDeliveries(ctx context.Context, webhookID int64, state core.DeliveryState, p core.Page) ([]core.DeliveryDetail, int64, error)
@@ -118,7 +119,8 @@ func NewAdmin(cfg AdminConfig) http.Handler {
 			writeError(c, log, err)
 			return
 		}
-		wh, err := cfg.Store.Webhook(c.Request.Context(), id)
+		// The webhook with its ordering line and rotation history.
+		wh, err := cfg.Store.WebhookView(c.Request.Context(), id)
 		if err != nil {
 			writeError(c, log, err)
 			return

@@ -84,7 +84,8 @@ func TestWebhookServiceRoutes(t *testing.T) {
 	}{
 		{"GET webhooks", http.MethodGet, "/webhooks", 405, core.ECodeMethodNotAllowed},
 		{"PUT webhooks", http.MethodPut, "/webhooks", 405, core.ECodeMethodNotAllowed},
-		{"PATCH webhooks", http.MethodPatch, "/webhooks", 405, core.ECodeMethodNotAllowed},
+		// PATCH changes an owner's settings: unsigned, it is refused.
+		{"PATCH webhooks unsigned", http.MethodPatch, "/webhooks", 401, core.ECodeSignatureRequired},
 		{"unknown route", http.MethodPost, "/webhook", 404, core.ECodeNotFound},
 		{"root", http.MethodGet, "/", 404, core.ECodeNotFound},
 		{"admin route", http.MethodGet, "/admin/api/webhooks", 404, core.ECodeNotFound},

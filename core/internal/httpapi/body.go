@@ -17,17 +17,29 @@ import (
 // into a map of raw fields, so each handler can tell a missing field from one
 // of the wrong type.
 func readJSONObject(c *gin.Context, limit int64) (map[string]json.RawMessage, error) {
+	obj, _, err := readJSONObjectRaw(c, limit)
+	return obj, err
+}
+
+// readJSONObjectRaw is readJSONObject that also returns the body's exact
+// bytes, which an owner's signature covers.
+func readJSONObjectRaw(c *gin.Context, limit int64) (map[string]json.RawMessage, []byte, error) {
 	if err := requireJSON(c); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, core.Errorf(core.ECodeBodyTooLarge, "request body is larger than %d bytes", limit)
+			return nil, nil, core.Errorf(core.ECodeBodyTooLarge, "request body is larger than %d bytes", limit)
 		}
-		return nil, core.Errorf(core.ECodeInvalidJSON, "could not read the request body")
+		return nil, nil, core.Errorf(core.ECodeInvalidJSON, "could not read the request body")
 	}
+	obj, err := parseJSONObject(body)
+	return obj, body, err
+}
+
+func parseJSONObject(body []byte) (map[string]json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var obj map[string]json.RawMessage
 	if err := dec.Decode(&obj); err != nil {

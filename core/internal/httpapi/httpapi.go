@@ -35,6 +35,10 @@ var statusOf = map[string]int{
 	core.ECodeUnavailable:          http.StatusServiceUnavailable,
 	core.ECodeInternal:             http.StatusInternalServerError,
 	core.ECodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	core.ECodeSignatureRequired:    http.StatusUnauthorized,
+	core.ECodeStaleTimestamp:       http.StatusUnauthorized,
+	core.ECodeInvalidSignature:     http.StatusUnauthorized,
+	core.ECodeReplayedRequest:      http.StatusUnauthorized,
 }
 
 // ErrorBody is the JSON shape of every error response.

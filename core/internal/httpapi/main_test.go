@@ -139,7 +139,7 @@ func newEnv(t *testing.T, b backend, o options) *env {
 	e := &env{store: s, where: where, logs: logs}
 	e.webhooks = httptest.NewServer(httpapi.NewWebhookService(httpapi.WebhookServiceConfig{
 		Registry: s, NewSecret: signing.NewSecret, AllowPrivate: o.allowPrivate,
-		RatePerMinute: o.ratePerMinute, Burst: o.burst, Logger: log,
+		RatePerMinute: o.ratePerMinute, Burst: o.burst, Logger: log, AdminToken: token, DAOs: daos,
 	}))
 	t.Cleanup(e.webhooks.Close)
 	e.admin = httptest.NewServer(httpapi.NewAdmin(httpapi.AdminConfig{Store: s, DAOs: daos, Token: token, Logger: log}))

@@ -26,6 +26,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/calldata"
 	"github.com/govgate/govgate/core/internal/delivery"
 	"github.com/govgate/govgate/core/internal/health"
 	"github.com/govgate/govgate/core/internal/httpapi"
@@ -62,7 +63,8 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	codes := doc.Components.Schemas["Error"].Value.Properties["error"].Value.Properties["code"].Value.Enum
 	want := []string{core.ECodeInvalidJSON, core.ECodeInvalidRequest, core.ECodeInvalidURL, core.ECodeForbiddenURL,
 		core.ECodeUnsupportedMediaType, core.ECodeBodyTooLarge, core.ECodeNotFound, core.ECodeUnknownDAO, core.ECodeConflict,
-		core.ECodeUnauthorized, core.ECodeRateLimited, core.ECodeUnavailable, core.ECodeInternal, core.ECodeMethodNotAllowed}
+		core.ECodeUnauthorized, core.ECodeRateLimited, core.ECodeUnavailable, core.ECodeInternal, core.ECodeMethodNotAllowed,
+		core.ECodeSignatureRequired, core.ECodeStaleTimestamp, core.ECodeInvalidSignature, core.ECodeReplayedRequest}
 	var got []string
 	for _, c := range codes {
 		got = append(got, c.(string))
@@ -144,6 +146,17 @@ func startMonitor(t *testing.T, s *store.Store, log *slog.Logger) *health.Monito
 	}
 }
 
+// specDecoder is the calldata decoder govgate wires into the proposal
+// routes, with the curated set only.
+func specDecoder(t *testing.T) httpapi.ActionDecoder {
+	t.Helper()
+	d, err := calldata.New(calldata.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // ozProposalID is an OpenZeppelin-style (hashed) proposal id: 77 digits.
 const ozProposalID = "84315301235484624312085913698225361153240513547245330834932581298347012936528"
 
@@ -155,7 +168,7 @@ func seedProposals(t *testing.T, s *store.Store) {
 	quorum := "40000000000000000000000000"
 	p1 := core.Proposal{DAO: "healthy", ChainID: 1, ProposalID: ozProposalID, Proposer: "0x8E4ED221fa034245F14205f781E0b13C5bd6a42E",
 		Targets: []string{"0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984"}, Values: []string{"0"}, Signatures: []string{""},
-		Calldatas:   []string{"0xa9059cbb000000000000000000000000e2388f22cf5e328c197d6530663809cc0f2e3b70"},
+		Calldatas:   []string{"0xa9059cbb000000000000000000000000e2388f22cf5e328c197d6530663809cc0f2e3b7000000000000000000000000000000000000000000000d3c21bcecceda1000000"},
 		Description: "# Fund the grants program\n\nSends 1M UNI.", VoteStart: 19876000, VoteEnd: 19926400, Clock: core.ClockBlockNumber,
 		State: core.ProposalActive, Quorum: &quorum, QuorumReached: true,
 		ForVotes: "2500000000000000000000000", AgainstVotes: "7", AbstainVotes: "0",
@@ -454,7 +467,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		seedProposals(t, e.store)
 		mon := startMonitor(t, e.store, log)
 		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: specDAOs, Health: mon, Logger: log,
-			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(e.store, specDAOs, log), httpapi.DelegateRoutes(e.store, specDAOs, log)}}))
+			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(httpapi.WithActions(e.store, specDecoder(t)), specDAOs, log), httpapi.DelegateRoutes(e.store, specDAOs, log)}}))
 		t.Cleanup(api.Close)
 		tg := newSpecTarget(t, api, e.webhooks)
 
@@ -546,6 +559,11 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) { tg.run(t, c) })
 		}
+		// The owner operations, signed with the webhooks' secrets.
+		pending, finished := ownerFixtures(t, e.store)
+		for _, c := range ownerCases(t, pending, finished) {
+			t.Run(c.name, func(t *testing.T) { tg.run(t, c) })
+		}
 
 		// A store that fails: every store-backed route answers 500.
 		broken, _ := b.open(t, log)
@@ -557,7 +575,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 			Registry: broken, NewSecret: signing.NewSecret, RatePerMinute: 1e6, Burst: 1000, Logger: log}))
 		t.Cleanup(brokenHooks.Close)
 		failing := newSpecTarget(t, brokenAPI, brokenHooks)
-		for _, c := range []specCase{
+		failingCases := []specCase{
 			{name: "proposals on a failing store", method: "GET", path: proposals, status: 500},
 			{name: "every DAO's proposals on a failing store", method: "GET", path: "/proposals", status: 500},
 			{name: "delegates on a failing store", method: "GET", path: "/healthy/delegates", status: 500},
@@ -567,7 +585,8 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 			{name: "proposal on a failing store", method: "GET", path: one, status: 500},
 			{name: "register on a failing store", on: onWebhooks, method: "POST", path: "/webhooks", header: jsonType, body: body(hook), status: 500},
 			{name: "deactivate on a failing store", on: onWebhooks, method: "DELETE", path: "/webhooks", header: jsonType, body: body(hook), status: 500},
-		} {
+		}
+		for _, c := range append(failingCases, ownerFailingCases()...) {
 			t.Run(c.name, func(t *testing.T) { failing.run(t, c) })
 		}
 
@@ -581,13 +600,14 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 				t.Fatal("no Retry-After")
 			}
 		}
-		for _, c := range []specCase{
+		limitedCases := []specCase{
 			{name: "register before the limit", on: onWebhooks, method: "POST", path: "/webhooks", header: jsonType, body: body("https://limited.example.com/"), status: 201},
 			{name: "register over the limit", on: onWebhooks, method: "POST", path: "/webhooks", header: jsonType, body: body("https://limited.example.com/"), status: 429, req: reqAny, check: wantRetryAfter},
 			{name: "deactivate over the limit", on: onWebhooks, method: "DELETE", path: "/webhooks", header: jsonType, body: body("https://limited.example.com/"), status: 429, req: reqAny, check: wantRetryAfter},
 			{name: "document over the limit", on: onWebhooks, method: "GET", path: "/openapi.yaml", status: 200, check: limited.wantDocument},
 			{name: "document over the limit again", on: onWebhooks, method: "GET", path: "/openapi.yaml", status: 200, check: limited.wantDocument},
-		} {
+		}
+		for _, c := range append(limitedCases, ownerLimitedCases()...) {
 			t.Run(c.name, func(t *testing.T) { limited.run(t, c) })
 		}
 

@@ -135,3 +135,38 @@ func isDecimal(s string) bool {
 	}
 	return true
 }
+
+// ActionDecoder decodes a proposal's calls (core/internal/calldata's
+// Decoder, which caches its decodings).
+type ActionDecoder interface {
+	Actions(p core.Proposal) []core.Action
+}
+
+// WithActions returns r with every proposal it answers carrying its
+// decoded actions. Decoding happens as proposals are served, not as they
+// are stored, so that ABIs an operator adds later decode proposals indexed
+// before; the decoder's cache makes that cost once per call.
+func WithActions(r ProposalReader, d ActionDecoder) ProposalReader {
+	return decodedProposals{ProposalReader: r, d: d}
+}
+
+type decodedProposals struct {
+	ProposalReader
+	d ActionDecoder
+}
+
+func (r decodedProposals) ListProposals(ctx context.Context, dao, state string, p core.Page) ([]core.Proposal, int64, error) {
+	items, next, err := r.ProposalReader.ListProposals(ctx, dao, state, p)
+	for i := range items {
+		items[i].Actions = r.d.Actions(items[i])
+	}
+	return items, next, err
+}
+
+func (r decodedProposals) Proposal(ctx context.Context, dao, id string) (core.Proposal, bool, error) {
+	p, ok, err := r.ProposalReader.Proposal(ctx, dao, id)
+	if ok {
+		p.Actions = r.d.Actions(p)
+	}
+	return p, ok, err
+}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"math"
 	"net/http"
@@ -22,8 +23,9 @@ const MaxRequestBody = 64 << 10
 const SecretNote = "Store this secret now; it will not be shown again. Use it to verify the X-Webhook-Signature-V2 header of every delivery."
 
 // WebhookRegistry is what the webhook service needs from the store.
+// A registry that is also an OwnerStore serves the owner operations too.
 type WebhookRegistry interface {
-	RegisterWebhook(ctx context.Context, url, secret string) (wh core.Webhook, created bool, err error)
+	RegisterWebhookWith(ctx context.Context, url, secret string, s core.WebhookSettings) (wh core.Webhook, created bool, err error)
 	DeactivateWebhook(ctx context.Context, url, reason string) (core.Webhook, error)
 }
 
@@ -35,6 +37,13 @@ type WebhookServiceConfig struct {
 	RatePerMinute float64
 	Burst         int
 	Logger        *slog.Logger
+	// DAOs are the slugs a subscription may name; nil accepts any valid slug.
+	DAOs []core.DAO
+	// AdminToken lets the operator do what an owner's signature does.
+	AdminToken string
+	// Now is the clock owner signatures are checked against (default
+	// time.Now).
+	Now func() time.Time
 }
 
 // RegistrationResponse is the body of a successful POST /webhooks.
@@ -46,7 +55,10 @@ type RegistrationResponse struct {
 
 // NewWebhookService returns the handler of the webhook service:
 // POST /webhooks registers a receiver, DELETE /webhooks deactivates it,
-// GET /openapi.yaml serves the OpenAPI document.
+// GET /openapi.yaml serves the OpenAPI document, and the owner operations
+// (PATCH /webhooks, POST /webhooks/rotate, GET /webhooks/settings,
+// GET /webhooks/deliveries[/{id}], POST /webhooks/replay) let an endpoint's
+// owner manage it with signed requests.
 func NewWebhookService(cfg WebhookServiceConfig) http.Handler {
 	log := cfg.Logger
 	e := newEngine(log)
@@ -56,17 +68,7 @@ func NewWebhookService(cfg WebhookServiceConfig) http.Handler {
 	limit := newRateLimiter(cfg.RatePerMinute, cfg.Burst)
 	e.Use(limit.middleware(log))
 
-	readURL := func(c *gin.Context) (string, bool) {
-		obj, err := readJSONObject(c, MaxRequestBody)
-		if err != nil {
-			writeError(c, log, err)
-			return "", false
-		}
-		raw, err := stringField(obj, "url")
-		if err != nil {
-			writeError(c, log, err)
-			return "", false
-		}
+	normalize := func(c *gin.Context, raw string) (string, bool) {
 		norm, err := NormalizeWebhookURL(raw, cfg.AllowPrivate)
 		if err != nil {
 			writeError(c, log, err)
@@ -74,10 +76,32 @@ func NewWebhookService(cfg WebhookServiceConfig) http.Handler {
 		}
 		return norm, true
 	}
+	readURL := func(c *gin.Context) (map[string]json.RawMessage, string, bool) {
+		obj, err := readJSONObject(c, MaxRequestBody)
+		if err != nil {
+			writeError(c, log, err)
+			return nil, "", false
+		}
+		raw, err := stringField(obj, "url")
+		if err != nil {
+			writeError(c, log, err)
+			return nil, "", false
+		}
+		norm, ok := normalize(c, raw)
+		return obj, norm, ok
+	}
+	parser := settingsParser{daos: daoSet(cfg.DAOs)}
 
 	e.POST("/webhooks", func(c *gin.Context) {
-		url, ok := readURL(c)
+		obj, url, ok := readURL(c)
 		if !ok {
+			return
+		}
+		// The owner's settings, if any, apply to a first registration or a
+		// reactivation; other fields are ignored, as before.
+		p, err := parser.patch(obj)
+		if err != nil {
+			writeError(c, log, err)
 			return
 		}
 		secret, err := cfg.NewSecret()
@@ -85,7 +109,7 @@ func NewWebhookService(cfg WebhookServiceConfig) http.Handler {
 			writeError(c, log, err)
 			return
 		}
-		wh, created, err := cfg.Registry.RegisterWebhook(c.Request.Context(), url, secret)
+		wh, created, err := cfg.Registry.RegisterWebhookWith(c.Request.Context(), url, secret, p.Apply(core.WebhookSettings{}))
 		if err != nil {
 			writeError(c, log, err)
 			return
@@ -99,7 +123,7 @@ func NewWebhookService(cfg WebhookServiceConfig) http.Handler {
 		c.JSON(http.StatusCreated, RegistrationResponse{Success: true, Secret: secret, Note: SecretNote})
 	})
 	e.DELETE("/webhooks", func(c *gin.Context) {
-		url, ok := readURL(c)
+		_, url, ok := readURL(c)
 		if !ok {
 			return
 		}
@@ -111,6 +135,7 @@ func NewWebhookService(cfg WebhookServiceConfig) http.Handler {
 		log.Info("webhook deactivated", "webhook", wh.ID, "url", wh.URL)
 		c.JSON(http.StatusOK, gin.H{"success": true})
 	})
+	ownerRoutes(e, cfg, log, normalize)
 	return e
 }
 

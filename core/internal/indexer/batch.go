@@ -56,6 +56,9 @@ type proposalCreatedData struct {
 	VoteStart   string   `json:"voteStart"`
 	VoteEnd     string   `json:"voteEnd"`
 	Description string   `json:"description"`
+	// Actions are the calls decoded (core.Action), beside the raw
+	// targets, values, signatures and calldatas that stay as they were.
+	Actions []core.Action `json:"actions,omitempty"`
 }
 
 type voteCastData struct {
@@ -385,6 +388,14 @@ func (b *builder) apply(ctx context.Context, l *types.Log, ev *event) error {
 			eventMeta: meta, Proposer: p.Proposer, Targets: p.Targets, Values: p.Values,
 			Signatures: p.Signatures, Calldatas: p.Calldatas,
 			VoteStart: ev.voteStart.String(), VoteEnd: ev.voteEnd.String(), Description: ev.description,
+		}
+		if b.r.actions != nil && l.BlockNumber >= b.notifyFrom {
+			// Decoded for the notification only: the store keeps the raw
+			// calls, and the API decodes them as it serves them, with the
+			// ABIs configured then.
+			d := data.(proposalCreatedData)
+			d.Actions = b.r.actions.Actions(p)
+			data = d
 		}
 	case "VoteReduced":
 		// Always followed, in the same transaction, by the

@@ -14,13 +14,15 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/calldata"
 	"github.com/govgate/govgate/core/internal/dev/devchain"
 )
 
 // BenchmarkIndex10kVotes indexes 10,000 VoteCast events of one OpenZeppelin
 // proposal on the devchain, through the chain gateway into the in-memory
 // reference store, and compares that with a bare eth_getLogs of the same
-// range in the same run:
+// range in the same run, with the calldata decoder wired in as govgate
+// wires it (proposal.created carries decoded actions):
 //
 //	index_events_per_s    events indexed per second (decode, tallies,
 //	                      notifications, store)
@@ -48,6 +50,10 @@ func BenchmarkIndex10kVotes(b *testing.B) {
 		Addresses: []common.Address{c.OZ.Governor}, Topics: [][]common.Hash{EventTopics()},
 	}
 
+	dec, err := calldata.New(calldata.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	var rawTime, indexTime time.Duration
 	var fetched, indexed int
 	b.ResetTimer()
@@ -61,7 +67,13 @@ func BenchmarkIndex10kVotes(b *testing.B) {
 		fetched += len(logs)
 
 		store := newMemStore()
-		r := newRunner(b, gw, store, []core.DAO{dao}, 0, Config{})
+		// As govgate wires it: proposal.created carries decoded actions.
+		dao := dao
+		dao.NotifyHistory = true
+		r, err := NewRunner(gw, store, NewLocalLocker(), devchain.ChainID, 0, []core.DAO{dao}, Config{}, Options{Logger: quiet, Actions: dec})
+		if err != nil {
+			b.Fatal(err)
+		}
 		start = time.Now()
 		if err := r.Sync(ctx); err != nil {
 			b.Fatal(err)

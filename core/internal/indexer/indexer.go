@@ -140,10 +140,19 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// ActionDecoder decodes a proposal's calls (core/internal/calldata's
+// Decoder): proposal.created carries them decoded.
+type ActionDecoder interface {
+	Actions(p core.Proposal) []core.Action
+}
+
 // Options are the optional collaborators of a Runner.
 type Options struct {
 	Logger  *slog.Logger
 	Metrics *Metrics
+	// Actions decodes the calls of each new proposal for proposal.created;
+	// nil leaves "actions" out of it.
+	Actions ActionDecoder
 	// Now replaces the clock in tests.
 	Now func() time.Time
 }
@@ -158,6 +167,7 @@ type Runner struct {
 	cfg           Config
 	log           *slog.Logger
 	metrics       *Metrics
+	actions       ActionDecoder
 	now           func() time.Time
 	started       time.Time
 
@@ -202,7 +212,7 @@ func NewRunner(c Chain, store Store, locker Locker, chainID, confirmations uint6
 	}
 	r := &Runner{
 		chain: c, store: store, locker: locker, chainID: chainID, confirmations: confirmations,
-		cfg: cfg, log: opts.Logger, metrics: opts.Metrics, now: opts.Now,
+		cfg: cfg, log: opts.Logger, metrics: opts.Metrics, actions: opts.Actions, now: opts.Now,
 		bySlug: map[string]*daoState{},
 	}
 	if r.log == nil {

@@ -191,3 +191,41 @@ func standardKey(secret string, buf []byte) ([]byte, bool) {
 	}
 	return buf[:n], true
 }
+
+// HeaderSignatureV2Next carries, during a rotation's overlap, the
+// X-Webhook-Signature-V2 digest under the new secret.
+//
+// X-Webhook-Signature-V2 holds one digest, and the delivery contract tells
+// receivers to compare it with their secret's: were it to switch to the new
+// secret at the rotation, every receiver not yet updated would refuse every
+// delivery until its owner deployed the new secret. So during the overlap
+// it keeps the previous secret's digest, the new secret's goes here, and
+// webhook-signature carries both (the Standard Webhooks form of several
+// signatures). After the overlap, X-Webhook-Signature-V2 is the new
+// secret's and this header is absent. sdk/receiver, given both secrets,
+// checks both headers.
+const HeaderSignatureV2Next = "X-Webhook-Signature-V2-Next"
+
+// SignRotated signs as SignHeader with cur, and, when prev is not nil (a
+// rotation's overlap), with both: X-Webhook-Signature-V2 under prev,
+// X-Webhook-Signature-V2-Next under cur, and webhook-signature
+// "v1,<cur> v1,<prev>".
+func SignRotated(h http.Header, cur, prev *Signer, msgID string, ts time.Time, body []byte) {
+	if prev == nil {
+		cur.SignHeader(h, msgID, ts, body)
+		delete(h, HeaderSignatureV2Next)
+		return
+	}
+	prev.SignHeader(h, msgID, ts, body)
+	oldV2, oldStd := h.Get(HeaderSignatureV2), h.Get(HeaderStandardSignature)
+	cur.SignHeader(h, msgID, ts, body)
+	newV2, newStd := h.Get(HeaderSignatureV2), h.Get(HeaderStandardSignature)
+	h[HeaderSignatureV2] = []string{oldV2}
+	h[HeaderSignatureV2Next] = []string{newV2}
+	switch {
+	case newStd != "" && oldStd != "":
+		h[HeaderStandardSignature] = []string{newStd + " " + oldStd}
+	case oldStd != "":
+		h[HeaderStandardSignature] = []string{oldStd}
+	}
+}

@@ -73,6 +73,9 @@ type fanOut struct {
 	created bool
 	jobs    []core.Job
 	queued  bool
+	// ordered lists the ordered webhooks that got a delivery (waiting), whose
+	// lines need a head.
+	ordered []int64
 }
 
 // CreateNotificationHandoff is CreateNotification in a process that also
@@ -93,6 +96,14 @@ func (s *Store) CreateNotificationHandoff(ctx context.Context, n core.Notificati
 	if s.dialect == Postgres {
 		// One statement, atomic on its own: no transaction round trips.
 		f, err = s.insertNotificationPG(ctx, s.pool(), n, source, r, tp)
+		if err == nil && len(f.ordered) > 0 {
+			// The lines of ordered webhooks get their heads now; were this
+			// process to die first, the dispatchers' sweep (PromoteOrdered)
+			// would.
+			if _, perr := s.promote(ctx, f.ordered); perr != nil {
+				s.log.Warn("promote ordered deliveries; the sweep will", "err", perr)
+			}
+		}
 	} else {
 		err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			f, err = s.insertNotification(tx, n, source, r, tp)
@@ -126,6 +137,10 @@ func (s *Store) InsertNotificationTx(tx *gorm.DB, n core.Notification, source st
 	tp, end := s.startTrace(tx.Statement.Context, n)
 	if s.dialect == Postgres {
 		f, err = s.insertNotificationPG(tx.Statement.Context, txQuerier(tx), n, source, core.Reservation{}, tp)
+		if err == nil && len(f.ordered) > 0 {
+			// In the producer's transaction: the heads commit with it.
+			_, err = s.promoteLines(tx, f.ordered, s.now())
+		}
 	} else {
 		f, err = s.insertNotification(tx, n, source, core.Reservation{}, tp)
 	}
@@ -169,50 +184,67 @@ func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Noti
 	}
 	now := s.now()
 	exclude := append([]int64{}, r.Exclude...) // never NULL: = ANY(NULL) would exclude everything
+	// The subscription's condition binds after the statement's own 15
+	// parameters.
+	want, wantArgs := s.subscribed(n.Type, n.DAO)
+	want = s.bindFrom(want, 16)
+	// Ordered webhooks' deliveries join their lines (waiting) and are never
+	// leased here: promoteLines picks each line's head.
 	rows, err := q.QueryContext(ctx, `WITH n AS (INSERT INTO notifications (id, type, dao, occurred_at, body, source, created_at, trace_parent)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $15) ON CONFLICT (id) DO NOTHING RETURNING id),
-		w AS (SELECT id FROM webhooks WHERE state = $8 AND EXISTS (SELECT 1 FROM n)),
-		l AS (SELECT id FROM w WHERE NOT (id = ANY($9::bigint[])) ORDER BY id LIMIT $10),
+		w AS (SELECT id, ordered FROM webhooks WHERE state = $8 AND EXISTS (SELECT 1 FROM n) AND `+want+`),
+		l AS (SELECT id FROM w WHERE ordered = 0 AND NOT (id = ANY($9::bigint[])) ORDER BY id LIMIT $10),
 		ins AS (INSERT INTO deliveries (notification_id, webhook_id, state, next_attempt_at, attempts, lease_token, last_status, last_error, created_at, updated_at)
 			SELECT $1, w.id,
-				CASE WHEN l.id IS NULL THEN $11::text ELSE $12::text END,
+				CASE WHEN w.ordered = 1 THEN 'waiting' WHEN l.id IS NULL THEN $11::text ELSE $12::text END,
 				CASE WHEN l.id IS NULL THEN $7::timestamptz ELSE $13::timestamptz END,
 				CASE WHEN l.id IS NULL THEN 0 ELSE 1 END,
 				CASE WHEN l.id IS NULL THEN '' ELSE $14::text END,
 				0, '', $7, $7
 			FROM w LEFT JOIN l ON l.id = w.id
 			RETURNING id, webhook_id, lease_token)
-		SELECT EXISTS (SELECT 1 FROM n), EXISTS (SELECT 1 FROM ins WHERE lease_token = ''), x.id, x.webhook_id, x.url, x.secret_ciphertext
+		SELECT EXISTS (SELECT 1 FROM n), EXISTS (SELECT 1 FROM ins WHERE lease_token = ''),
+			COALESCE((SELECT string_agg(id::text, ',') FROM w WHERE ordered = 1), ''),
+			x.id, x.webhook_id, x.url, x.secret_ciphertext, x.prev_secret_ciphertext, x.prev_secret_expires_at, x.max_per_second, x.burst
 		FROM (SELECT 1) AS one LEFT JOIN (
-			SELECT ins.id, ins.webhook_id, wh.url, wh.secret_ciphertext FROM ins JOIN webhooks wh ON wh.id = ins.webhook_id WHERE ins.lease_token <> ''
+			SELECT ins.id, ins.webhook_id, wh.url, wh.secret_ciphertext, wh.prev_secret_ciphertext, wh.prev_secret_expires_at, wh.max_per_second, wh.burst
+			FROM ins JOIN webhooks wh ON wh.id = ins.webhook_id WHERE ins.lease_token <> ''
 		) AS x ON true
 		ORDER BY x.webhook_id`,
-		n.ID, n.Type, n.DAO, n.OccurredAt.UTC(), body, source, now,
-		string(core.WebhookActive), exclude, r.N,
-		string(core.DeliveryPending), string(core.DeliveryInFlight), now.Add(r.Lease), token, traceParent)
+		append([]any{n.ID, n.Type, n.DAO, n.OccurredAt.UTC(), body, source, now,
+			string(core.WebhookActive), exclude, r.N,
+			string(core.DeliveryPending), string(core.DeliveryInFlight), now.Add(r.Lease), token, traceParent}, wantArgs...)...)
 	if err != nil {
 		return fanOut{}, fmt.Errorf("insert notification: %w", err)
 	}
 	defer rows.Close()
 	var f fanOut
 	var leased []leasedRow
+	var ordered string
 	for rows.Next() {
 		var (
 			l        leasedRow
 			delivery sql.NullInt64
 			webhook  sql.NullInt64
 			url      sql.NullString
+			rate     sql.NullFloat64
+			burst    sql.NullInt64
 		)
-		if err := rows.Scan(&f.created, &f.queued, &delivery, &webhook, &url, &l.sealed); err != nil {
+		if err := rows.Scan(&f.created, &f.queued, &ordered, &delivery, &webhook, &url, &l.sealed, &l.prevSealed, &l.prevUntil, &rate, &burst); err != nil {
 			return fanOut{}, fmt.Errorf("insert notification: %w", err)
 		}
 		if delivery.Valid {
 			l.delivery, l.webhook, l.url = delivery.Int64, webhook.Int64, url.String
+			l.throttle = core.Throttle{MaxPerSecond: rate.Float64, Burst: int(burst.Int64)}
 			leased = append(leased, l)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return fanOut{}, fmt.Errorf("insert notification: %w", err)
+	}
+	rows.Close()
+	if ordered != "" {
+		f.ordered = parseIDs(ordered)
 	}
 	if len(leased) > 0 {
 		if f.jobs, err = s.leasedJobs(n.ID, body, traceParent, token, now.Add(r.Lease), leased); err != nil {
@@ -227,6 +259,9 @@ type leasedRow struct {
 	delivery, webhook int64
 	url               string
 	sealed            []byte
+	prevSealed        []byte
+	prevUntil         *time.Time
+	throttle          core.Throttle
 }
 
 // leasedJobs turns deliveries leased at fan-out under token into jobs.
@@ -236,6 +271,7 @@ func (s *Store) leasedJobs(id string, body []byte, traceParent, token string, ex
 		return nil, err
 	}
 	jobs := make([]core.Job, len(rows))
+	now := s.now()
 	for i, l := range rows {
 		secret, err := s.openSecret(l.url, l.sealed)
 		if err != nil {
@@ -243,7 +279,10 @@ func (s *Store) leasedJobs(id string, body []byte, traceParent, token string, ex
 		}
 		jobs[i] = core.Job{
 			DeliveryID: l.delivery, LeaseToken: token, LeaseExpires: expires, Attempt: 1, Notification: note, Body: body,
-			WebhookID: l.webhook, WebhookURL: l.url, Secret: secret, TraceParent: traceParent,
+			WebhookID: l.webhook, WebhookURL: l.url, Secret: secret, TraceParent: traceParent, Throttle: l.throttle,
+		}
+		if jobs[i].PreviousSecret, jobs[i].PreviousUntil, err = s.openPrevious(l.url, l.prevSealed, l.prevUntil, now); err != nil {
+			return nil, err
 		}
 	}
 	return jobs, nil
@@ -268,19 +307,23 @@ func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source stri
 		return fanOut{}, nil
 	}
 	// Fan-out is one INSERT … SELECT: enqueueing for 100,000 webhooks is a
-	// single statement, not 100,000 round trips.
+	// single statement, not 100,000 round trips. Only the webhooks whose
+	// subscription wants the notification get a row; an ordered webhook's
+	// joins its line (waiting).
+	want, wantArgs := s.subscribed(n.Type, n.DAO)
 	pending := `INSERT INTO deliveries (notification_id, webhook_id, state, next_attempt_at, attempts, lease_token, last_status, last_error, created_at, updated_at)
-		SELECT ?, id, ?, ?, 0, '', 0, '', ?, ? FROM webhooks WHERE state = ?`
-	args := []any{n.ID, string(core.DeliveryPending), now, now, now, string(core.WebhookActive)}
+		SELECT ?, id, CASE WHEN ordered = 1 THEN 'waiting' ELSE ? END, ?, 0, '', 0, '', ?, ? FROM webhooks WHERE state = ? AND ` + want
+	args := append([]any{n.ID, string(core.DeliveryPending), now, now, now, string(core.WebhookActive)}, wantArgs...)
 	var jobs []core.Job
 	if r.N > 0 {
-		if jobs, err = s.fanOutLeased(tx, n.ID, body, traceParent, r, now); err != nil {
+		if jobs, err = s.fanOutLeased(tx, n, body, traceParent, r, now); err != nil {
 			return fanOut{}, err
 		}
-		// The leased deliveries are for the first active webhooks by id,
-		// less the excluded ones: the rest are those after the last one
-		// leased, and the excluded ones.
-		var after []string
+		// The leased deliveries are for the first active unordered webhooks
+		// by id that want it, less the excluded ones: the rest are the
+		// ordered ones, those after the last one leased, and the excluded
+		// ones.
+		after := []string{"ordered = 1"}
 		if len(jobs) == r.N {
 			after = append(after, "id > ?")
 			args = append(args, jobs[len(jobs)-1].WebhookID)
@@ -291,23 +334,35 @@ func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source stri
 				args = append(args, id)
 			}
 		}
-		if len(after) == 0 {
-			return fanOut{created: true, jobs: jobs}, nil // every active webhook's delivery is leased
-		}
 		pending += " AND (" + strings.Join(after, " OR ") + ")"
 	}
 	res = tx.Exec(pending, args...)
 	if res.Error != nil {
 		return fanOut{}, fmt.Errorf("fan out notification: %w", res.Error)
 	}
-	return fanOut{created: true, jobs: jobs, queued: res.RowsAffected > 0}, nil
+	f := fanOut{created: true, jobs: jobs, queued: res.RowsAffected > 0}
+	if res.RowsAffected > 0 {
+		// The ordered webhooks that took it, through their own index: in
+		// this transaction, so the same set.
+		var ordered []int64
+		if err := tx.Raw(`SELECT id FROM webhooks WHERE ordered = 1 AND state = ? AND `+want, append([]any{string(core.WebhookActive)}, wantArgs...)...).Scan(&ordered).Error; err != nil {
+			return fanOut{}, fmt.Errorf("fan out notification: %w", err)
+		}
+		if len(ordered) > 0 {
+			if _, err := s.promoteLines(tx, ordered, now); err != nil {
+				return fanOut{}, err
+			}
+		}
+	}
+	return f, nil
 }
 
 // fanOutLeased stores the deliveries of notification id for the first r.N
 // active webhooks by id, not counting the excluded ones, in flight under a
 // new lease, and returns them as jobs in webhook id order (SQLite;
 // insertNotificationPG does this on PostgreSQL).
-func (s *Store) fanOutLeased(tx *gorm.DB, id string, body []byte, traceParent string, r core.Reservation, now time.Time) ([]core.Job, error) {
+func (s *Store) fanOutLeased(tx *gorm.DB, n core.Notification, body []byte, traceParent string, r core.Reservation, now time.Time) ([]core.Job, error) {
+	id := n.ID
 	token, err := newToken()
 	if err != nil {
 		return nil, err
@@ -316,20 +371,21 @@ func (s *Store) fanOutLeased(tx *gorm.DB, id string, body []byte, traceParent st
 	// transaction already wrote) keeps the two consistent.
 	var rows []leasedRow
 	q, ctx := txQuerier(tx), tx.Statement.Context
-	where, args := "state = ?", []any{string(core.WebhookActive)}
+	want, wantArgs := s.subscribed(n.Type, n.DAO)
+	where, args := "state = ? AND ordered = 0 AND "+want, append([]any{string(core.WebhookActive)}, wantArgs...)
 	if len(r.Exclude) > 0 {
 		where += " AND id NOT IN (" + marks(len(r.Exclude)) + ")"
 		for _, id := range r.Exclude {
 			args = append(args, id)
 		}
 	}
-	res, err := q.QueryContext(ctx, `SELECT id, url, secret_ciphertext FROM webhooks WHERE `+where+` ORDER BY id LIMIT ?`, append(args, r.N)...)
+	res, err := q.QueryContext(ctx, `SELECT id, url, secret_ciphertext, prev_secret_ciphertext, prev_secret_expires_at, max_per_second, burst FROM webhooks WHERE `+where+` ORDER BY id LIMIT ?`, append(args, r.N)...)
 	if err != nil {
 		return nil, fmt.Errorf("fan out notification: %w", err)
 	}
 	for res.Next() {
 		var l leasedRow
-		if err := res.Scan(&l.webhook, &l.url, &l.sealed); err != nil {
+		if err := res.Scan(&l.webhook, &l.url, &l.sealed, &l.prevSealed, &l.prevUntil, &l.throttle.MaxPerSecond, &l.throttle.Burst); err != nil {
 			res.Close()
 			return nil, fmt.Errorf("fan out notification: %w", err)
 		}

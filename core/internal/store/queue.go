@@ -122,15 +122,21 @@ const (
 // cancelUnfinished cancels a deactivated webhook's pending and in-flight
 // deliveries, found through the queue's own index.
 func cancelUnfinished(tx *gorm.DB, webhookID int64, reason string, now time.Time) error {
-	return tx.Exec(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE webhook_id = ? AND `+unfinished,
+	if err := tx.Exec(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE webhook_id = ? AND `+unfinished,
+		string(core.DeliveryCanceled), now, now, truncate(reason, 1024), webhookID).Error; err != nil {
+		return err
+	}
+	// An ordered webhook's line goes too, through its own index.
+	return tx.Exec(`UPDATE deliveries SET state = ?, completed_at = ?, updated_at = ?, last_error = ? WHERE webhook_id = ? AND state = 'waiting'`,
 		string(core.DeliveryCanceled), now, now, truncate(reason, 1024), webhookID).Error
 }
 
-// Unfinished counts deliveries pending or in flight, through the partial
-// index: cheap however many deliveries have finished.
+// Unfinished counts deliveries pending, in flight or waiting, through the
+// partial indexes: cheap however many deliveries have finished.
 func (s *Store) Unfinished(ctx context.Context) (int64, error) {
 	var n int64
-	if err := s.db.WithContext(ctx).Raw("SELECT COUNT(*) FROM deliveries WHERE " + unfinished).Scan(&n).Error; err != nil {
+	// Waiting deliveries (ordered lines) are counted through their own index.
+	if err := s.db.WithContext(ctx).Raw("SELECT (SELECT COUNT(*) FROM deliveries WHERE " + unfinished + ") + (SELECT COUNT(*) FROM deliveries WHERE state = 'waiting')").Scan(&n).Error; err != nil {
 		return 0, fmt.Errorf("count unfinished deliveries: %w", err)
 	}
 	return n, nil
@@ -233,27 +239,26 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 		notes[r.ID] = note{n, r.Body, r.TraceParent}
 	}
 	rows.Close()
-	type hook struct{ url, secret string }
-	hooks := make(map[int64]hook, len(wIDs))
-	rows, err = s.pool().QueryContext(ctx, s.bind(`SELECT id, url, state, secret_ciphertext FROM webhooks WHERE id IN (`+marks(len(wIDs))+`)`), wIDs...)
+	hooks := make(map[int64]claimedHook, len(wIDs))
+	rows, err = s.pool().QueryContext(ctx, s.bind(`SELECT id, url, state, secret_ciphertext, prev_secret_ciphertext, prev_secret_expires_at, ordered, max_per_second, burst FROM webhooks WHERE id IN (`+marks(len(wIDs))+`)`), wIDs...)
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: load webhooks: %w", err)
 	}
 	for rows.Next() {
 		var h webhookRow
-		if err := rows.Scan(&h.ID, &h.URL, &h.State, &h.SecretCiphertext); err != nil {
+		if err := rows.Scan(&h.ID, &h.URL, &h.State, &h.SecretCiphertext, &h.PrevSecretCiphertext, &h.PrevSecretExpiresAt, &h.Ordered, &h.MaxPerSecond, &h.Burst); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("claim deliveries: load webhooks: %w", err)
 		}
 		if h.State != string(core.WebhookActive) {
 			continue
 		}
-		secret, err := s.openSecret(h.URL, h.SecretCiphertext)
+		ch, err := s.claimedHook(h, now)
 		if err != nil {
 			rows.Close()
 			return nil, err
 		}
-		hooks[h.ID] = hook{url: h.URL, secret: secret}
+		hooks[h.ID] = ch
 	}
 	rows.Close()
 	jobs := make([]core.Job, 0, len(claimed))
@@ -267,11 +272,12 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 				string(core.DeliveryCanceled), now, now, "webhook deactivated", c.id, token)
 			continue
 		}
-		jobs = append(jobs, core.Job{
+		j := core.Job{
 			DeliveryID: c.id, LeaseToken: token, LeaseExpires: now.Add(lease), Attempt: c.attempts,
-			Notification: n.n, Body: n.body, TraceParent: n.traceParent,
-			WebhookID: c.webhook, WebhookURL: h.url, Secret: h.secret,
-		})
+			Notification: n.n, Body: n.body, TraceParent: n.traceParent, WebhookID: c.webhook,
+		}
+		h.fill(&j)
+		jobs = append(jobs, j)
 	}
 	return jobs, nil
 }
@@ -280,41 +286,40 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 // notifications and webhooks it needs (PostgreSQL).
 func (s *Store) claimJoined(ctx context.Context, update string, args []any, token string, now, expires time.Time) ([]core.Job, error) {
 	q := `WITH c AS (` + update + `)
-		SELECT c.id, c.notification_id, c.webhook_id, c.attempts, n.body, n.trace_parent, w.url, w.state, w.secret_ciphertext
+		SELECT c.id, c.notification_id, c.webhook_id, c.attempts, n.body, n.trace_parent, w.url, w.state, w.secret_ciphertext,
+			w.prev_secret_ciphertext, w.prev_secret_expires_at, w.ordered, w.max_per_second, w.burst
 		FROM c JOIN notifications n ON n.id = c.notification_id JOIN webhooks w ON w.id = c.webhook_id`
 	rows, err := s.pool().QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
 	defer rows.Close()
-	type hook struct {
-		url, secret string
-		active      bool
-	}
 	notes := map[string]core.Notification{}
-	hooks := map[int64]hook{}
+	hooks := map[int64]claimedHook{}
 	var jobs []core.Job
 	var orphans []int64
 	for rows.Next() {
 		var (
-			j                  core.Job
-			noteID, url, state string
-			body, sealed       []byte
+			j      core.Job
+			noteID string
+			body   []byte
+			h      webhookRow
 		)
-		if err := rows.Scan(&j.DeliveryID, &noteID, &j.WebhookID, &j.Attempt, &body, &j.TraceParent, &url, &state, &sealed); err != nil {
+		if err := rows.Scan(&j.DeliveryID, &noteID, &j.WebhookID, &j.Attempt, &body, &j.TraceParent, &h.URL, &h.State, &h.SecretCiphertext,
+			&h.PrevSecretCiphertext, &h.PrevSecretExpiresAt, &h.Ordered, &h.MaxPerSecond, &h.Burst); err != nil {
 			return nil, fmt.Errorf("claim deliveries: %w", err)
 		}
-		h, ok := hooks[j.WebhookID]
+		ch, ok := hooks[j.WebhookID]
 		if !ok {
-			h = hook{url: url, active: state == string(core.WebhookActive)}
-			if h.active {
-				if h.secret, err = s.openSecret(url, sealed); err != nil {
+			ch = claimedHook{active: h.State == string(core.WebhookActive)}
+			if ch.active {
+				if ch, err = s.claimedHook(h, now); err != nil {
 					return nil, err
 				}
 			}
-			hooks[j.WebhookID] = h
+			hooks[j.WebhookID] = ch
 		}
-		if !h.active {
+		if !ch.active {
 			orphans = append(orphans, j.DeliveryID)
 			continue
 		}
@@ -326,7 +331,8 @@ func (s *Store) claimJoined(ctx context.Context, update string, args []any, toke
 			}
 			notes[noteID] = n
 		}
-		j.LeaseToken, j.LeaseExpires, j.Notification, j.Body, j.WebhookURL, j.Secret = token, expires, n, body, h.url, h.secret
+		j.LeaseToken, j.LeaseExpires, j.Notification, j.Body = token, expires, n, body
+		ch.fill(&j)
 		jobs = append(jobs, j)
 	}
 	if err := rows.Err(); err != nil {
@@ -338,6 +344,34 @@ func (s *Store) claimJoined(ctx context.Context, update string, args []any, toke
 			string(core.DeliveryCanceled), now, now, "webhook deactivated", id, token)
 	}
 	return jobs, nil
+}
+
+// claimedHook is what a claim reads of a delivery's webhook.
+type claimedHook struct {
+	active                bool
+	url, secret, previous string
+	previousUntil         time.Time
+	ordered               bool
+	throttle              core.Throttle
+}
+
+// claimedHook opens an active webhook's secrets for its claimed jobs.
+func (s *Store) claimedHook(h webhookRow, now time.Time) (claimedHook, error) {
+	secret, err := s.openSecret(h.URL, h.SecretCiphertext)
+	if err != nil {
+		return claimedHook{}, err
+	}
+	prev, until, err := s.openPrevious(h.URL, h.PrevSecretCiphertext, h.PrevSecretExpiresAt, now)
+	if err != nil {
+		return claimedHook{}, err
+	}
+	return claimedHook{active: true, url: h.URL, secret: secret, previous: prev, previousUntil: until,
+		ordered: h.Ordered == 1, throttle: core.Throttle{MaxPerSecond: h.MaxPerSecond, Burst: h.Burst}}, nil
+}
+
+func (h claimedHook) fill(j *core.Job) {
+	j.WebhookURL, j.Secret, j.PreviousSecret, j.PreviousUntil = h.url, h.secret, h.previous, h.previousUntil
+	j.Ordered, j.Throttle = h.ordered, h.throttle
 }
 
 // Release hands claimed deliveries back without counting an attempt, due
@@ -383,8 +417,20 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 	if len(results) == 0 {
 		return nil, nil
 	}
+	if s.dialect == Postgres {
+		if ord, rest := splitOrdered(results); len(ord) > 0 && len(rest) > 0 {
+			// The heads of ordered lines take the general path, which
+			// promotes the next of each; the rest keep the fast one.
+			d1, err := s.Complete(ctx, rest, disableAfter)
+			if err != nil {
+				return nil, err
+			}
+			d2, err := s.Complete(ctx, ord, disableAfter)
+			return append(d1, d2...), err
+		}
+	}
 	now := s.now()
-	if s.dialect == Postgres && allSucceeded(results) {
+	if s.dialect == Postgres && allSucceeded(results) && !results[0].Job.Ordered {
 		if err := s.completeSucceeded(ctx, results, now); err != nil {
 			return nil, fmt.Errorf("complete deliveries: %w", err)
 		}
@@ -490,6 +536,17 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 				}
 			}
 		}
+		// An ordered line moves on when its head finishes (succeeded, given
+		// up, dropped), in the transaction that finishes it.
+		var lines []int64
+		for _, r := range results {
+			if r.Job.Ordered && r.Outcome != core.OutcomeRetry && held[r.Job.DeliveryID] {
+				lines = append(lines, r.Job.WebhookID)
+			}
+		}
+		if _, err := s.promoteLines(tx, lines, now); err != nil {
+			return err
+		}
 		for _, id := range order {
 			reason, ok := reasons[id]
 			if !ok {
@@ -513,6 +570,18 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 		return nil, fmt.Errorf("complete deliveries: %w", err)
 	}
 	return deactivated, nil
+}
+
+// splitOrdered parts results into the heads of ordered lines and the rest.
+func splitOrdered(results []core.AttemptResult) (ordered, rest []core.AttemptResult) {
+	for _, r := range results {
+		if r.Job.Ordered {
+			ordered = append(ordered, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	return ordered, rest
 }
 
 // allSucceeded reports whether every attempt of a batch succeeded (or was
@@ -774,12 +843,30 @@ func (s *Store) Replay(ctx context.Context, id int64) (core.Delivery, error) {
 		if row.State == string(core.DeliveryPending) || row.State == string(core.DeliveryInFlight) {
 			return core.Errorf(core.ECodeConflict, "delivery %d is still %s", id, row.State)
 		}
+		if row.State == string(core.DeliveryWaiting) {
+			return core.Errorf(core.ECodeConflict, "delivery %d is waiting in its webhook's line", id)
+		}
 		var wh webhookRow
-		if err := tx.Select("id", "state").Where("id = ?", row.WebhookID).Take(&wh).Error; err != nil {
+		if err := tx.Select("id", "state", "ordered").Where("id = ?", row.WebhookID).Take(&wh).Error; err != nil {
 			return err
 		}
 		if wh.State != string(core.WebhookActive) {
 			return core.Errorf(core.ECodeConflict, "webhook %d is deactivated; reactivate it before replaying", wh.ID)
+		}
+		if wh.Ordered == 1 {
+			// On an ordered webhook a replay joins the back of the line: a
+			// new delivery of the same notification, after every one
+			// already waiting. The finished one keeps its history.
+			now := s.now()
+			fresh := deliveryRow{NotificationID: row.NotificationID, WebhookID: row.WebhookID, State: string(core.DeliveryWaiting),
+				NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+			if err := tx.Create(&fresh).Error; err != nil {
+				return err
+			}
+			if _, err := s.promoteLines(tx, []int64{row.WebhookID}, now); err != nil {
+				return err
+			}
+			return tx.Where("id = ?", fresh.ID).Take(&out).Error
 		}
 		if a := row.successAttempt(); a != nil {
 			// The round about to start rewrites the row's success: the one
@@ -920,7 +1007,7 @@ func (s *Store) QueueStats(ctx context.Context) (core.QueueStats, error) {
 	st := core.QueueStats{ByState: map[string]int64{}}
 	for _, r := range rows {
 		st.ByState[r.State] = r.N
-		if r.State == string(core.DeliveryPending) || r.State == string(core.DeliveryInFlight) {
+		if r.State == string(core.DeliveryPending) || r.State == string(core.DeliveryInFlight) || r.State == string(core.DeliveryWaiting) {
 			st.Depth += r.N
 		}
 	}

@@ -52,13 +52,17 @@ func txQuerier(tx *gorm.DB) querier { return tx.Statement.ConnPool }
 
 // bind rewrites ? placeholders as $1, $2 … for PostgreSQL. The queries it
 // is given hold no ? inside literals.
-func (s *Store) bind(query string) string {
+func (s *Store) bind(query string) string { return s.bindFrom(query, 1) }
+
+// bindFrom is bind numbering from $first, for a fragment placed after a
+// statement's own parameters.
+func (s *Store) bindFrom(query string, first int) string {
 	if s.dialect != Postgres {
 		return query
 	}
 	var b strings.Builder
 	b.Grow(len(query) + 16)
-	n := 0
+	n := first - 1
 	for i := 0; i < len(query); i++ {
 		if query[i] == '?' {
 			n++

@@ -25,6 +25,16 @@ type webhookRow struct {
 	FailingSince        *time.Time
 	LastDeliveryAt      *time.Time
 	LastSuccessAt       *time.Time
+	// The owner's settings and the state they keep (migration 0020).
+	Types                string
+	DAOs                 string `gorm:"column:daos"`
+	Ordered              int
+	MaxPerSecond         float64
+	Burst                int
+	ThrottleTatUs        int64
+	OrderedHead          int64
+	PrevSecretCiphertext []byte
+	PrevSecretExpiresAt  *time.Time
 }
 
 func (webhookRow) TableName() string { return "webhooks" }
@@ -36,6 +46,12 @@ func (r webhookRow) domain() core.Webhook {
 		DeactivatedAt: utcPtr(r.DeactivatedAt), DeactivatedReason: r.DeactivatedReason,
 		ConsecutiveFailures: r.ConsecutiveFailures, FailingSince: utcPtr(r.FailingSince),
 		LastDeliveryAt: utcPtr(r.LastDeliveryAt),
+		Settings: core.WebhookSettings{
+			Subscription: core.Subscription{Types: decodeList(r.Types), DAOs: decodeList(r.DAOs)},
+			Ordered:      r.Ordered == 1,
+			Throttle:     core.Throttle{MaxPerSecond: r.MaxPerSecond, Burst: r.Burst},
+		},
+		PreviousSecretExpiresAt: utcPtr(r.PrevSecretExpiresAt),
 	}
 }
 
@@ -56,18 +72,25 @@ func secretAAD(url string) []byte { return []byte("govgate/webhook-secret/v1:" +
 // never signs again. When url is already active nothing changes and created
 // is false. Concurrent calls for one url store exactly one secret.
 func (s *Store) RegisterWebhook(ctx context.Context, url, secret string) (wh core.Webhook, created bool, err error) {
+	return s.RegisterWebhookWith(ctx, url, secret, core.WebhookSettings{})
+}
+
+// RegisterWebhookWith is RegisterWebhook with the owner's settings, which
+// take effect on a first registration or a reactivation only: an active
+// webhook keeps its own.
+func (s *Store) RegisterWebhookWith(ctx context.Context, url, secret string, set core.WebhookSettings) (wh core.Webhook, created bool, err error) {
 	sealed, err := s.cipher.Seal([]byte(secret), secretAAD(url))
 	if err != nil {
 		return core.Webhook{}, false, fmt.Errorf("register webhook: %w", err)
 	}
 	now := s.now()
-	row := webhookRow{URL: url, State: string(core.WebhookActive), SecretCiphertext: sealed, CreatedAt: now, UpdatedAt: now}
+	types, daos, ordered := encodeList(set.Types), encodeList(set.DAOs), boolInt(set.Ordered)
 	// INSERT … ON CONFLICT DO NOTHING makes the first writer win on both
 	// databases without an error that would abort a PostgreSQL transaction.
 	res := s.db.WithContext(ctx).Exec(
-		`INSERT INTO webhooks (url, state, secret_ciphertext, created_at, updated_at, deactivated_reason, consecutive_failures)
-		 VALUES (?, ?, ?, ?, ?, '', 0) ON CONFLICT (url) DO NOTHING`,
-		row.URL, row.State, row.SecretCiphertext, row.CreatedAt, row.UpdatedAt)
+		`INSERT INTO webhooks (url, state, secret_ciphertext, created_at, updated_at, deactivated_reason, consecutive_failures, types, daos, ordered, max_per_second, burst)
+		 VALUES (?, ?, ?, ?, ?, '', 0, ?, ?, ?, ?, ?) ON CONFLICT (url) DO NOTHING`,
+		url, string(core.WebhookActive), sealed, now, now, types, daos, ordered, set.MaxPerSecond, set.Burst)
 	if res.Error != nil {
 		return core.Webhook{}, false, fmt.Errorf("register webhook: %w", res.Error)
 	}
@@ -76,12 +99,15 @@ func (s *Store) RegisterWebhook(ctx context.Context, url, secret string) (wh cor
 		return wh, true, err
 	}
 	// The URL exists: reactivate it only if it is deactivated. The state
-	// condition makes exactly one concurrent reactivation win.
+	// condition makes exactly one concurrent reactivation win. A rotated-out
+	// secret goes with the old registration.
 	res = s.db.WithContext(ctx).Exec(
 		`UPDATE webhooks SET state = ?, secret_ciphertext = ?, updated_at = ?, deactivated_at = NULL,
-		   deactivated_reason = '', consecutive_failures = 0, failing_since = NULL
+		   deactivated_reason = '', consecutive_failures = 0, failing_since = NULL,
+		   types = ?, daos = ?, ordered = ?, max_per_second = ?, burst = ?, throttle_tat_us = 0, ordered_head = 0,
+		   prev_secret_ciphertext = NULL, prev_secret_expires_at = NULL
 		 WHERE url = ? AND state = ?`,
-		string(core.WebhookActive), sealed, now, url, string(core.WebhookDeactivated))
+		string(core.WebhookActive), sealed, now, types, daos, ordered, set.MaxPerSecond, set.Burst, url, string(core.WebhookDeactivated))
 	if res.Error != nil {
 		return core.Webhook{}, false, fmt.Errorf("reactivate webhook: %w", res.Error)
 	}
@@ -219,7 +245,7 @@ func (s *Store) ListWebhooks(ctx context.Context, f core.WebhookFilter, p core.P
 		q = q.Where(`LOWER(url) LIKE ? ESCAPE '\'`, "%"+escapeLike(strings.ToLower(f.Search))+"%")
 	}
 	var rows []webhookRow
-	if err := q.Omit("secret_ciphertext").Find(&rows).Error; err != nil {
+	if err := q.Omit("secret_ciphertext", "prev_secret_ciphertext").Find(&rows).Error; err != nil {
 		return nil, 0, fmt.Errorf("list webhooks: %w", err)
 	}
 	if len(rows) > p.PageLimit() {

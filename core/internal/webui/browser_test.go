@@ -457,7 +457,7 @@ func TestScreenshotsFromDev(t *testing.T) {
 	// A global chain that keeps the dev DAOs, and the Slack format on the
 	// demo receiver's own deliveries: it verifies the signature over the
 	// transformed bytes.
-	api("PUT", "/admin/api/chain", map[string]any{"items": []any{map[string]any{"plugin": "dao-filter", "config": map[string]any{"daos": []string{"dev-oz", "dev-bravo"}}}}})
+	api("PUT", "/admin/api/chain", map[string]any{"items": []any{map[string]any{"plugin": "dao-filter", "config": map[string]any{"daos": []string{"dev-oz", "dev-bravo", "dev-oz-time"}}}}})
 	api("PUT", "/admin/api/webhooks/1/chain", map[string]any{"items": []any{map[string]any{"plugin": "slack", "config": map[string]any{}}}})
 
 	// Let the scripted activity run: proposals, votes, queues, executions.
@@ -502,6 +502,32 @@ func TestScreenshotsFromDev(t *testing.T) {
 	tb.do("webhooks", chromedp.Navigate(base+"/admin/ui/webhooks"), chromedp.WaitVisible(chromedp.ID("webhooks-table")))
 	tb.wantText("#webhooks-table", "hooks.example.com", "/govgate", "100%")
 	tb.shot("webhooks")
+
+	// An owner's webhook: subscribed, ordered, throttled, its secret rotated
+	// by the operator; its receiver is unreachable, so the line is blocked.
+	resp, body = apiDo(t, "POST", "http://"+g.webhooks+"/webhooks", "", map[string]any{"url": "https://owner.example.com/govgate",
+		"types": []string{"proposal.*", "vote.cast"}, "daos": []string{"dev-oz"}, "ordered": true, "maxPerSecond": 5, "burst": 10})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("register the owner's webhook: %d %s", resp.StatusCode, body)
+	}
+	resp, body = apiDo(t, "POST", "http://"+g.webhooks+"/webhooks/rotate", binaryToken, map[string]any{"url": "https://owner.example.com/govgate", "overlapSeconds": 86400})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("rotate: %d %s", resp.StatusCode, body)
+	}
+	var owned struct{ Items []struct{ ID int64 } }
+	json.Unmarshal(api("GET", "/admin/api/webhooks?search=owner.example.com", nil), &owned)
+	if len(owned.Items) != 1 {
+		t.Fatalf("owner's webhook not listed: %+v", owned)
+	}
+	ownerPage := fmt.Sprintf("/admin/api/webhooks/%d", owned.Items[0].ID)
+	waitFor(t, "the owner's ordered line to be blocked", 90*time.Second, func() bool {
+		var v struct{ Ordering struct{ Blocked bool } }
+		json.Unmarshal(api("GET", ownerPage, nil), &v)
+		return v.Ordering.Blocked
+	})
+	tb.do("owner's webhook", chromedp.Navigate(base+fmt.Sprintf("/admin/ui/webhooks/%d", owned.Items[0].ID)), chromedp.WaitVisible(chromedp.ID("owner-settings")))
+	tb.wantText("#owner-settings", "proposal.*", "dev-oz", "blocked", "5 per second", "two secrets sign", "admin")
+	tb.shot("webhook-owner", "#owner-settings")
 
 	tb.do("detail", chromedp.Navigate(base+"/admin/ui/webhooks/1"), chromedp.WaitVisible(chromedp.ID("deliveries")))
 	tb.wantText("#deliveries", "Succeeded")

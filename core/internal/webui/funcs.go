@@ -80,7 +80,10 @@ func funcs(now func() time.Time) template.FuncMap {
 			}
 			return m
 		},
-		"finished": func(state any) bool { s := fmt.Sprint(state); return s != "pending" && s != "in_flight" },
+		"finished": func(state any) bool {
+			s := fmt.Sprint(state)
+			return s != "pending" && s != "in_flight" && s != "waiting" // waiting: in an ordered webhook's line
+		},
 		"dash": func(s string) string {
 			if s == "" {
 				return "—"
@@ -172,7 +175,7 @@ func tone(state any) string {
 	switch fmt.Sprint(state) {
 	case "pass", "succeeded", "active", "closed", "fresh", "ok", "up", "kept", "keep", "enabled":
 		return "ok"
-	case "warn", "pending", "in_flight", "half-open", "syncing", "lagging", "retry", "degraded":
+	case "warn", "pending", "in_flight", "waiting", "half-open", "syncing", "lagging", "retry", "degraded":
 		return "warn"
 	case "fail", "failed", "deactivated", "open", "stalled", "gone", "down", "error":
 		return "bad"

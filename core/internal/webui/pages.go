@@ -437,7 +437,9 @@ func (u *UI) webhooks(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 type webhookData struct {
-	Webhook    core.Webhook
+	// Webhook carries the owner's settings, the ordering line and the
+	// rotation history (GET /admin/api/webhooks/{id}).
+	Webhook    core.WebhookView
 	Rate       *successRate
 	Deliveries []core.DeliveryDetail
 	State      string

@@ -2,6 +2,7 @@ package webui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
@@ -490,8 +491,71 @@ type proposalData struct {
 	Actions []actionView
 }
 
+// actionView is a proposal's call as the page shows it: the function with
+// its named arguments written out, and the calls it carries, indented.
 type actionView struct {
-	Target, Value, Signature, Calldata string
+	core.Action
+	Args  []argView
+	Calls []actionView
+}
+
+type argView struct {
+	Name, Type, Value string
+	// Full is Value with no bytes shortened, for its tooltip.
+	Full string
+}
+
+// viewActions prepares decoded actions for the page.
+func viewActions(as []core.Action) []actionView {
+	out := make([]actionView, len(as))
+	for i, a := range as {
+		v := actionView{Action: a, Calls: viewActions(a.Calls)}
+		for _, arg := range a.Args {
+			v.Args = append(v.Args, argView{Name: arg.Name, Type: arg.Type, Value: argText(arg.Type, arg.Value, true), Full: argText(arg.Type, arg.Value, false)})
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// argText writes an argument's value for reading: strings without quotes,
+// arrays in brackets, a tuple's components in parentheses with their
+// names; anything unexpected as its JSON. With short, long bytes show
+// their ends and their length: they are mostly calls, decoded below.
+func argText(typ string, raw json.RawMessage, short bool) string {
+	if i := strings.LastIndexByte(typ, '['); i > 0 && strings.HasSuffix(typ, "]") {
+		var items []json.RawMessage
+		if json.Unmarshal(raw, &items) != nil {
+			return string(raw)
+		}
+		parts := make([]string, len(items))
+		for j, it := range items {
+			parts[j] = argText(typ[:i], it, short)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	if strings.HasPrefix(typ, "(") {
+		var comps []core.Arg
+		if json.Unmarshal(raw, &comps) != nil {
+			return string(raw)
+		}
+		parts := make([]string, len(comps))
+		for j, c := range comps {
+			parts[j] = argText(c.Type, c.Value, short)
+			if c.Name != "" {
+				parts[j] = c.Name + ": " + parts[j]
+			}
+		}
+		return "(" + strings.Join(parts, ", ") + ")"
+	}
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		if short && typ == "bytes" && len(str) > 74 {
+			return fmt.Sprintf("%s…%s (%d bytes)", str[:34], str[len(str)-8:], (len(str)-2)/2)
+		}
+		return str
+	}
+	return string(raw)
 }
 
 // votesPage is how many votes the proposal page lists at once.
@@ -534,18 +598,22 @@ func (u *UI) proposal(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	d.Next = one.Votes.NextBefore
 	p := one.Proposal
-	for i, t := range p.Targets {
-		a := actionView{Target: t}
-		if i < len(p.Values) {
-			a.Value = p.Values[i]
+	d.Actions = viewActions(p.Actions)
+	if p.Actions == nil {
+		// An API without decoding: the raw calls, undecoded.
+		for i, t := range p.Targets {
+			a := core.Action{Target: t}
+			if i < len(p.Values) {
+				a.Value = p.Values[i]
+			}
+			if i < len(p.Signatures) {
+				a.Signature = p.Signatures[i]
+			}
+			if i < len(p.Calldatas) {
+				a.Calldata = p.Calldatas[i]
+			}
+			d.Actions = append(d.Actions, actionView{Action: a})
 		}
-		if i < len(p.Signatures) {
-			a.Signature = p.Signatures[i]
-		}
-		if i < len(p.Calldatas) {
-			a.Calldata = p.Calldatas[i]
-		}
-		d.Actions = append(d.Actions, a)
 	}
 	title := p.Title
 	if title == "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/calldata"
 	"github.com/govgate/govgate/core/internal/httpapi"
 	"github.com/govgate/govgate/core/internal/secrets"
 	"github.com/govgate/govgate/core/internal/store"
@@ -66,7 +67,7 @@ func newStack(t *testing.T, contract bool, mutate ...func(*Config)) *stack {
 	}
 	admin := httpapi.NewAdmin(cfg)
 	log := slog.New(slog.DiscardHandler)
-	rest := httpapi.NewAPI(httpapi.APIConfig{DAOs: testDAOs, Logger: log, Routes: []func(*gin.Engine){httpapi.ProposalRoutes(st, testDAOs, log), httpapi.DelegateRoutes(st, testDAOs, log)}})
+	rest := httpapi.NewAPI(httpapi.APIConfig{DAOs: testDAOs, Logger: log, Routes: []func(*gin.Engine){httpapi.ProposalRoutes(httpapi.WithActions(st, decoder(t)), testDAOs, log), httpapi.DelegateRoutes(st, testDAOs, log)}})
 	uc := Config{API: admin, REST: rest, Token: testToken}
 	for _, m := range mutate {
 		m(&uc)
@@ -78,6 +79,16 @@ func newStack(t *testing.T, contract bool, mutate ...func(*Config)) *stack {
 	s.srv = httptest.NewServer(admin)
 	t.Cleanup(s.srv.Close)
 	return s
+}
+
+// decoder is the calldata decoder govgate wires into the REST API.
+func decoder(t *testing.T) *calldata.Decoder {
+	t.Helper()
+	d, err := calldata.New(calldata.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // seed registers webhooks and runs deliveries through the real queue so the

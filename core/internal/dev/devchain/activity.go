@@ -65,6 +65,7 @@ var scenes = []scene{
 	{"bravo cancel", func(ctx context.Context, c *Chain, round int) error {
 		return c.proposeAndCancel(ctx, c.Bravo, round)
 	}},
+	{"oz actions", actionsScene},
 	{"delegation", delegationScene},
 	{"oz4 late quorum", func(ctx context.Context, c *Chain, round int) error {
 		return c.Lifecycle(ctx, c.OZ4, round, true)

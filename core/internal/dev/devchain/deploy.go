@@ -72,6 +72,9 @@ func (c *Chain) deploy(ctx context.Context) error {
 	if c.batch, _, err = c.deployLocked(ctx, "BatchVoter"); err != nil {
 		return err
 	}
+	if err := c.deployActionTargets(ctx); err != nil {
+		return err
+	}
 	tokens := []struct {
 		artifact string
 		addr     common.Address

@@ -112,6 +112,8 @@ type Chain struct {
 	OZOffset   *Deployment
 	Box        common.Address
 	batch      common.Address // BatchVoter
+	// Actions are the targets of dev-oz's actions proposal (actions.go).
+	Actions *ActionTargets
 
 	// staged counts the proposals of StageAllStates and of the activity's
 	// staging scenes, whose Box values and so actions all differ; round

@@ -268,6 +268,7 @@ type hookReceiver struct {
 	headers  map[string]http.Header
 	rejected int
 	status   func(path string) int // answer after verification; nil: 200
+	order    map[string][]string   // path → notification ids answered 2xx, in arrival order
 	srv      *http.Server
 }
 
@@ -321,6 +322,10 @@ func (r *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	if status/100 == 2 {
 		r.got[key]++
+		if r.order == nil {
+			r.order = map[string][]string{}
+		}
+		r.order[req.URL.Path] = append(r.order[req.URL.Path], req.Header.Get("X-Webhook-Id"))
 	}
 	r.bodies[key] = body
 	r.headers[key] = req.Header.Clone()

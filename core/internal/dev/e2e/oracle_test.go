@@ -22,6 +22,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/calldata"
 	"github.com/govgate/govgate/core/internal/chain"
 	"github.com/govgate/govgate/core/internal/dev/devchain"
 	"github.com/govgate/govgate/core/internal/httpapi"
@@ -168,7 +169,13 @@ func TestServedProposalsAreTheContracts(t *testing.T) {
 		for i := range daos {
 			daos[i].NotifyHistory = true // check every notification against the schema
 		}
-		r, err := indexer.NewRunner(gw, st, indexer.NewLocalLocker(), devchain.ChainID, 0, daos, indexer.Config{}, indexer.Options{Logger: slog.New(slog.DiscardHandler)})
+		// As govgate wires it: proposal.created carries decoded actions,
+		// which the schema checks below.
+		dec, err := calldata.New(calldata.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := indexer.NewRunner(gw, st, indexer.NewLocalLocker(), devchain.ChainID, 0, daos, indexer.Config{}, indexer.Options{Logger: slog.New(slog.DiscardHandler), Actions: dec})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -367,9 +374,9 @@ func checkTimedPayloads(t *testing.T, c *devchain.Chain, gw *chain.Gateway, ns [
 		}
 		var data struct {
 			Governor, ProposalID, State, ForVotes, AgainstVotes, AbstainVotes string
-			BlockNumber                                                      uint64
-			Quorum                                                           *string
-			VoteStart                                                        string
+			BlockNumber                                                       uint64
+			Quorum                                                            *string
+			VoteStart                                                         string
 		}
 		if err := json.Unmarshal(n.Data, &data); err != nil {
 			t.Fatal(err)

@@ -87,3 +87,20 @@ for (const [built, name] of Object.entries(uniswap)) {
   fs.writeFileSync(path.join(outDir, name + ".json"), JSON.stringify(art, null, 1) + "\n");
   console.log(`${name}: ${b.evm.bytecode.object.length / 2} bytes of init code, from ${file}`);
 }
+
+// Safe's MultiSendCallOnly as published in @safe-global/safe-contracts
+// (its build/artifacts, solc 0.7.6), copied unchanged: development
+// proposals batch calls through it.
+const safePkg = require("@safe-global/safe-contracts/package.json");
+{
+  const file = "@safe-global/safe-contracts/build/artifacts/contracts/libraries/MultiSendCallOnly.sol/MultiSendCallOnly.json";
+  const b = require(file);
+  const art = {
+    contractName: "MultiSendCallOnly",
+    source: `${safePkg.name}@${safePkg.version} build/artifacts/contracts/libraries/MultiSendCallOnly.sol/MultiSendCallOnly.json, copied unchanged`,
+    abi: b.abi,
+    bytecode: b.bytecode,
+  };
+  fs.writeFileSync(path.join(outDir, "MultiSendCallOnly.json"), JSON.stringify(art, null, 1) + "\n");
+  console.log(`MultiSendCallOnly: ${(b.bytecode.length - 2) / 2} bytes of init code, from ${file}`);
+}
