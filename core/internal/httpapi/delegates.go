@@ -22,8 +22,32 @@ type DelegateReader interface {
 	ListVotesBy(ctx context.Context, dao, voter string, p core.Page) ([]core.VoteWithProposal, int64, error)
 	PowerAt(ctx context.Context, dao, clock string, at uint64) (string, error)
 	ListProposals(ctx context.Context, dao, state string, p core.Page) ([]core.Proposal, int64, error)
-	PowerOfAt(ctx context.Context, dao, account string, at uint64) (power, delegate string, err error)
-	PowerHistory(ctx context.Context, dao, account string, before uint64, limit int) ([]core.PowerChange, uint64, error)
+	PowerOfAt(ctx context.Context, dao, clock, account string, at uint64) (power, delegate string, err error)
+	PowerHistory(ctx context.Context, dao, clock, account string, before uint64, limit int) ([]core.PowerChange, uint64, error)
+}
+
+// clockOf returns the unit of a DAO's timepoints: the clock its proposals
+// were indexed with (ERC-6372 CLOCK_MODE), block numbers before it has any.
+func clockOf(ctx context.Context, r DelegateReader, dao string) (string, error) {
+	props, _, err := r.ListProposals(ctx, dao, "", core.Page{Limit: 1})
+	if err != nil {
+		return "", err
+	}
+	if len(props) > 0 && props[0].Clock != "" {
+		return props[0].Clock, nil
+	}
+	return core.ClockBlockNumber, nil
+}
+
+// share is part over total, 0 to 1 (0 when total is 0).
+func share(part, total string) float64 {
+	p, ok1 := new(big.Int).SetString(part, 10)
+	t, ok2 := new(big.Int).SetString(total, 10)
+	if !ok1 || !ok2 || t.Sign() <= 0 {
+		return 0
+	}
+	f, _ := new(big.Rat).SetFrac(p, t).Float64()
+	return min(f, 1)
 }
 
 // atOf reads ?at=, a timepoint of the governor's clock; ok is false after
@@ -145,17 +169,29 @@ func DelegateRoutes(r DelegateReader, daos []core.DAO, log *slog.Logger) func(e 
 				writeError(c, log, err)
 				return
 			}
-			if found && atSet {
-				// As of a past timepoint: the power the token's
-				// getPastVotes answers there.
-				if d.VotingPower, _, err = r.PowerOfAt(ctx, slug, addr, at); err != nil {
-					writeError(c, log, err)
-					return
-				}
-			}
 			if !found {
 				writeError(c, log, core.Errorf(core.ECodeNotFound, "%s never held delegated power, had delegators or voted in %s", addr, slug))
 				return
+			}
+			if atSet {
+				// As of a past timepoint: the power the token's
+				// getPastVotes answers there, and its share of the
+				// power delegated then.
+				clock, err := clockOf(ctx, r, slug)
+				if err != nil {
+					writeError(c, log, err)
+					return
+				}
+				if d.VotingPower, _, err = r.PowerOfAt(ctx, slug, clock, addr, at); err != nil {
+					writeError(c, log, err)
+					return
+				}
+				total, err := r.PowerAt(ctx, slug, clock, at)
+				if err != nil {
+					writeError(c, log, err)
+					return
+				}
+				d.Share = share(d.VotingPower, total)
 			}
 			delegators, nextDelegator, err := r.ListDelegators(ctx, slug, addr, c.Query("delegatorsBefore"), limit)
 			if err != nil {
@@ -195,14 +231,24 @@ func DelegateRoutes(r DelegateReader, daos []core.DAO, log *slog.Logger) func(e 
 				return
 			}
 			if atSet {
-				// As of a past timepoint of the governor's clock: the
-				// token's getPastVotes and getPastDelegate there.
-				power, delegate, err := r.PowerOfAt(ctx, slug, addr, at)
+				// As of a past timepoint of the governor's clock: what the
+				// token's getPastVotes answers there, and whom the account
+				// delegated to then.
+				clock, err := clockOf(ctx, r, slug)
 				if err != nil {
 					writeError(c, log, err)
 					return
 				}
-				c.JSON(http.StatusOK, gin.H{"dao": slug, "address": addr, "at": at, "votingPower": power, "delegate": delegate})
+				power, delegate, err := r.PowerOfAt(ctx, slug, clock, addr, at)
+				if err != nil {
+					writeError(c, log, err)
+					return
+				}
+				var to *string
+				if delegate != "" && common.HexToAddress(delegate) != (common.Address{}) {
+					to = &delegate
+				}
+				c.JSON(http.StatusOK, gin.H{"dao": slug, "address": addr, "clock": clock, "at": at, "votingPower": power, "delegatedTo": to})
 				return
 			}
 			body := gin.H{"dao": slug, "address": addr, "delegation": nil, "delegate": nil}
@@ -242,7 +288,13 @@ func DelegateRoutes(r DelegateReader, daos []core.DAO, log *slog.Logger) func(e 
 				}
 				before = n
 			}
-			items, next, err := r.PowerHistory(c.Request.Context(), slug, addr, before, limit)
+			ctx := c.Request.Context()
+			clock, err := clockOf(ctx, r, slug)
+			if err != nil {
+				writeError(c, log, err)
+				return
+			}
+			items, next, err := r.PowerHistory(ctx, slug, clock, addr, before, limit)
 			if err != nil {
 				writeError(c, log, err)
 				return
@@ -250,7 +302,7 @@ func DelegateRoutes(r DelegateReader, daos []core.DAO, log *slog.Logger) func(e 
 			if items == nil {
 				items = []core.PowerChange{}
 			}
-			body := gin.H{"dao": slug, "address": addr, "items": items, "nextBefore": nil}
+			body := gin.H{"dao": slug, "address": addr, "clock": clock, "items": items, "nextBefore": nil}
 			if next > 0 {
 				body["nextBefore"] = next
 			}

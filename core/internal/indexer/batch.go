@@ -405,19 +405,19 @@ func (b *builder) apply(ctx context.Context, l *types.Log, ev *event) error {
 		if err != nil || t == nil {
 			return err
 		}
-		side := voteSplit(ev.support, ev.weight, nil)
-		t.against.Sub(t.against, side.against)
-		t.forV.Sub(t.forV, side.forV)
-		t.abstan.Sub(t.abstan, side.abstain)
+		side := core.SplitVote(ev.support, ev.weight, nil)
+		t.against.Sub(t.against, side.Against)
+		t.forV.Sub(t.forV, side.For)
+		t.abstan.Sub(t.abstan, side.Abstain)
 		b.touch(id)
 		return nil
 	case "VoteCast", "VoteCastWithParams", "OverrideVoteCast":
 		typ = core.TypeVoteCast
-		sp := voteSplit(ev.support, ev.weight, ev.params)
+		sp := core.SplitVote(ev.support, ev.weight, ev.params)
 		v := Vote{
 			DAO: b.d.dao.Slug, ChainID: b.r.chainID, ProposalID: id, Voter: ev.voter.Hex(), Kind: core.VoteKindVote,
 			Support: ev.support, Weight: ev.weight.String(),
-			ForWeight: sp.forV.String(), AgainstWeight: sp.against.String(), AbstainWeight: sp.abstain.String(),
+			ForWeight: sp.For.String(), AgainstWeight: sp.Against.String(), AbstainWeight: sp.Abstain.String(),
 			Reason:      ev.reason,
 			BlockNumber: l.BlockNumber, BlockHash: meta.BlockHash, TxHash: meta.TxHash, LogIndex: l.Index,
 			CastAt: b.blockTime,
@@ -446,9 +446,9 @@ func (b *builder) apply(ctx context.Context, l *types.Log, ev *event) error {
 			if err := b.implied(ctx, t, l, core.ProposalActive); err != nil {
 				return err
 			}
-			t.against.Add(t.against, sp.against)
-			t.forV.Add(t.forV, sp.forV)
-			t.abstan.Add(t.abstan, sp.abstain)
+			t.against.Add(t.against, sp.Against)
+			t.forV.Add(t.forV, sp.For)
+			t.abstan.Add(t.abstan, sp.Abstain)
 			b.touch(id)
 		}
 		cast := voteCastData{

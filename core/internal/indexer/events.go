@@ -10,8 +10,6 @@ import (
 	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
-
-	"github.com/govgate/govgate/core"
 )
 
 // governorEventsABI lists the governor events govgate follows, as OpenZeppelin
@@ -259,34 +257,6 @@ func decodeLog(l *types.Log) (*event, error) {
 		}
 	}
 	return ev, nil
-}
-
-// split is how a vote's weight counts: against, for and abstain.
-type split struct{ against, forV, abstain *big.Int }
-
-// voteSplit returns how a vote counts. A support of 0, 1 or 2 puts the whole
-// weight on that side. Support 255 (GovernorCountingFractional) with 48
-// bytes of params is a split: three big-endian uint128, against, for and
-// abstain, as the module reads them (params[0:16], [16:32], [32:48]); the
-// governor refused any other length, so other params leave nothing
-// counted. Any other support counts nothing: no module accepts it.
-func voteSplit(support uint8, weight *big.Int, params []byte) split {
-	s := split{new(big.Int), new(big.Int), new(big.Int)}
-	switch support {
-	case 0:
-		s.against.Set(weight)
-	case 1:
-		s.forV.Set(weight)
-	case 2:
-		s.abstain.Set(weight)
-	case core.SupportFractional:
-		if len(params) == 48 {
-			s.against.SetBytes(params[0:16])
-			s.forV.SetBytes(params[16:32])
-			s.abstain.SetBytes(params[32:48])
-		}
-	}
-	return s
 }
 
 // tokenLog is one decoded delegation log.

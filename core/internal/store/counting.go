@@ -171,26 +171,14 @@ func rollbackCounting(tx *gorm.DB, chainID, n uint64) error {
 	return nil
 }
 
-// voteSplit is how a stored vote counted: its whole weight on its side, or
-// a split vote's params (three uint128: against, for, abstain).
+// voteSplit is how a stored vote counted (core.SplitVote), in decimals.
 func voteSplit(support uint8, weight, params string) (forW, against, abstain string) {
-	forW, against, abstain = "0", "0", "0"
-	switch support {
-	case 0:
-		against = weight
-	case 1:
-		forW = weight
-	case 2:
-		abstain = weight
-	case core.SupportFractional:
-		b, err := hexutil.Decode(params)
-		if err == nil && len(b) == 48 {
-			against = new(big.Int).SetBytes(b[0:16]).String()
-			forW = new(big.Int).SetBytes(b[16:32]).String()
-			abstain = new(big.Int).SetBytes(b[32:48]).String()
-		}
+	var raw []byte
+	if params != "" {
+		raw, _ = hexutil.Decode(params) // what the indexer stored; unreadable params count as none
 	}
-	return
+	s := core.SplitVote(support, dec(weight), raw)
+	return s.For.String(), s.Against.String(), s.Abstain.String()
 }
 
 // domainVotes turns vote rows into votes, with their split and overrides.
@@ -340,14 +328,30 @@ func (s *Store) VoteStats(ctx context.Context, p core.Proposal, quorumAbstain bo
 // the row's block time, which timestamp clocks record as points).
 const timepointExpr = `COALESCE((SELECT cp.timepoint FROM clock_points cp WHERE cp.dao = %[1]s.dao AND cp.block = %[1]s.%[2]s), %[1]s.%[2]s)`
 
+// tokenTimepoint is the governor's clock at a token event's block, as SQL:
+// its block time on a timestamp clock (which every node agrees on, and
+// which rows stored before clock points existed have too), else its clock
+// point or block number (timepointExpr).
+func tokenTimepoint(clock string) string {
+	if clock == core.ClockTimestamp {
+		return ""
+	}
+	return fmt.Sprintf(timepointExpr, "token_events", "block_number")
+}
+
 // PowerHistory returns a page of an account's voting power changes, newest
-// first; before is the block of the next page (0: from the newest).
-func (s *Store) PowerHistory(ctx context.Context, dao, account string, before uint64, limit int) ([]core.PowerChange, uint64, error) {
+// first; before is the block of the next page (0: from the newest). clock
+// is the governor's clock unit, in which each change's timepoint is given.
+func (s *Store) PowerHistory(ctx context.Context, dao, clock, account string, before uint64, limit int) ([]core.PowerChange, uint64, error) {
 	if limit <= 0 || limit > 500 {
 		limit = 100
 	}
+	tp := tokenTimepoint(clock)
+	if tp == "" {
+		tp = "0" // set from the block time below
+	}
 	q := s.db.WithContext(ctx).Table("token_events").
-		Select("block_number, tx_hash, log_index, previous_votes, new_votes, at, "+fmt.Sprintf(timepointExpr, "token_events", "block_number")+" AS timepoint").
+		Select("block_number, tx_hash, log_index, previous_votes, new_votes, at, "+tp+" AS timepoint").
 		Where("dao = ? AND kind = ? AND account = ?", dao, kindVotes, account).Order("block_number DESC, log_index DESC").Limit(limit + 1)
 	if before > 0 {
 		q = q.Where("block_number < ?", before)
@@ -379,19 +383,26 @@ func (s *Store) PowerHistory(ctx context.Context, dao, account string, before ui
 	for i, r := range rows {
 		out[i] = core.PowerChange{Block: r.BlockNumber, Timepoint: r.Timepoint, Time: r.At.UTC(), TxHash: r.TxHash, LogIndex: r.LogIndex,
 			PreviousPower: r.PreviousVotes, Power: r.NewVotes}
+		if clock == core.ClockTimestamp {
+			out[i].Timepoint = uint64(r.At.Unix())
+		}
 	}
 	return out, next, nil
 }
 
 // PowerOfAt returns an account's voting power at a timepoint of the
-// governor's clock: the new votes of its last DelegateVotesChanged whose
-// timepoint is at or before it ("0" with none), as the token's
-// getPastVotes answers; and its delegate then (the zero address: none).
-func (s *Store) PowerOfAt(ctx context.Context, dao, account string, at uint64) (power, delegate string, err error) {
-	tp := fmt.Sprintf(timepointExpr, "token_events", "block_number")
+// governor's clock (clock is its unit): the new votes of its last
+// DelegateVotesChanged whose timepoint is at or before it ("0" with none),
+// as the token's getPastVotes answers; and its delegate then (the zero
+// address: none).
+func (s *Store) PowerOfAt(ctx context.Context, dao, clock, account string, at uint64) (power, delegate string, err error) {
+	cond, arg := tokenTimepoint(clock)+" <= ?", any(at)
+	if clock == core.ClockTimestamp {
+		cond, arg = "at <= ?", time.Unix(int64(at), 0).UTC()
+	}
 	var pw []struct{ NewVotes string }
 	if err := s.db.WithContext(ctx).Table("token_events").Select("new_votes").
-		Where("dao = ? AND kind = ? AND account = ? AND "+tp+" <= ?", dao, kindVotes, account, at).
+		Where("dao = ? AND kind = ? AND account = ? AND "+cond, dao, kindVotes, account, arg).
 		Order("block_number DESC, log_index DESC").Limit(1).Scan(&pw).Error; err != nil {
 		return "", "", fmt.Errorf("power at: %w", err)
 	}
@@ -401,7 +412,7 @@ func (s *Store) PowerOfAt(ctx context.Context, dao, account string, at uint64) (
 	}
 	var dl []struct{ ToDelegate string }
 	if err := s.db.WithContext(ctx).Table("token_events").Select("to_delegate").
-		Where("dao = ? AND kind = ? AND account = ? AND "+tp+" <= ?", dao, kindChanged, account, at).
+		Where("dao = ? AND kind = ? AND account = ? AND "+cond, dao, kindChanged, account, arg).
 		Order("block_number DESC, log_index DESC").Limit(1).Scan(&dl).Error; err != nil {
 		return "", "", fmt.Errorf("delegate at: %w", err)
 	}
