@@ -211,6 +211,9 @@ type IndexBatch struct {
 	// Timeline are entries of proposals' timelines; one already stored
 	// (same DAO, proposal, event and block) is left as it is.
 	Timeline []TimelineEntry
+	// Governor, when set, is what the DAO's governor said of itself, to
+	// keep (it replaces what was kept).
+	Governor *GovernorInfo
 	// Blocks are block hashes to remember.
 	Blocks []BlockRef
 	// PruneBelow, when positive, lets the store forget this chain's block
@@ -316,4 +319,34 @@ type PowerChange struct {
 	LogIndex      uint      `json:"logIndex"`
 	PreviousPower string    `json:"previousPower"`
 	Power         string    `json:"power"`
+}
+
+// GovernorInfo is what a DAO's governor says of itself, as the indexer
+// read it: how it counts votes and the unit of its timepoints.
+type GovernorInfo struct {
+	// CountingMode is its COUNTING_MODE(), such as
+	// "support=bravo&quorum=for,abstain"; "" for a governor without one
+	// (GovernorBravo, GovernorAlpha).
+	CountingMode string `json:"countingMode"`
+	// ClockMode is ClockBlockNumber or ClockTimestamp (ERC-6372).
+	ClockMode string `json:"clockMode"`
+}
+
+// QuorumCountsAbstain reports whether abstentions count towards the
+// governor's quorum: the quorum= of its COUNTING_MODE names abstain
+// (every OpenZeppelin counting module). A governor without a
+// COUNTING_MODE counts for votes only (Bravo and Alpha), unless it is an
+// OpenZeppelin governor (kind), whose modules all count abstentions.
+func (g GovernorInfo) QuorumCountsAbstain(kind GovernorKind) bool {
+	for _, kv := range strings.Split(g.CountingMode, "&") {
+		if v, ok := strings.CutPrefix(kv, "quorum="); ok {
+			for _, side := range strings.Split(v, ",") {
+				if side == "abstain" {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return kind == KindOZGovernor
 }

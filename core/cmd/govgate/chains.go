@@ -111,14 +111,10 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 
 func (s *chainService) Health() httpapi.HealthSource { return s.monitor }
 
-// Governor answers what the runner of a DAO's chain read of its governor.
-func (s *chainService) Governor(slug string) (countingMode, clock string, ok bool) {
-	for _, r := range s.runners {
-		if mode, clock, ok := r.Governor(slug); ok {
-			return mode, clock, true
-		}
-	}
-	return "", "", false
+// Governor answers what the indexer read of a DAO's governor, from the
+// store: every process serving the DAO knows it, not only the indexing one.
+func (s *chainService) Governor(ctx context.Context, slug string) (core.GovernorInfo, bool, error) {
+	return s.st.Governor(ctx, slug)
 }
 
 func (s *chainService) APIRoutes() []func(*gin.Engine) {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 
@@ -24,8 +25,9 @@ type APIConfig struct {
 	// Routes adds more routes (proposals).
 	Routes []func(e *gin.Engine)
 	// Governor, when set, tells what the indexer read of a DAO's governor
-	// (its COUNTING_MODE() and clock unit), served with GET /daos.
-	Governor func(slug string) (countingMode, clock string, ok bool)
+	// (its COUNTING_MODE() and clock unit), served with GET /daos; false
+	// before it was read.
+	Governor func(ctx context.Context, slug string) (core.GovernorInfo, bool, error)
 }
 
 // daoItem is a DAO as GET /daos serves it: its configuration, and what
@@ -53,10 +55,18 @@ func NewAPI(cfg APIConfig) http.Handler {
 		items := make([]daoItem, len(daos))
 		for i, d := range daos {
 			items[i].DAO = d
-			if cfg.Governor != nil {
-				if mode, clock, ok := cfg.Governor(d.Slug); ok {
-					items[i].CountingMode, items[i].ClockMode = &mode, &clock
-				}
+			if cfg.Governor == nil {
+				continue
+			}
+			g, ok, err := cfg.Governor(c.Request.Context(), d.Slug)
+			if err != nil {
+				// The DAOs are the configuration: a store that cannot
+				// answer leaves out what the governor said, not the list.
+				log.Warn("read governor", "dao", d.Slug, "err", err)
+				continue
+			}
+			if ok {
+				items[i].CountingMode, items[i].ClockMode = &g.CountingMode, &g.ClockMode
 			}
 		}
 		c.JSON(http.StatusOK, gin.H{"items": items})

@@ -24,11 +24,20 @@ type DelegateReader interface {
 	ListProposals(ctx context.Context, dao, state string, p core.Page) ([]core.Proposal, int64, error)
 	PowerOfAt(ctx context.Context, dao, clock, account string, at uint64) (power, delegate string, err error)
 	PowerHistory(ctx context.Context, dao, clock, account string, before uint64, limit int) ([]core.PowerChange, uint64, error)
+	Governor(ctx context.Context, dao string) (core.GovernorInfo, bool, error)
 }
 
-// clockOf returns the unit of a DAO's timepoints: the clock its proposals
-// were indexed with (ERC-6372 CLOCK_MODE), block numbers before it has any.
+// clockOf returns the unit of a DAO's timepoints: its governor's
+// ERC-6372 clock as the indexer read it, else the clock its proposals
+// were indexed with, else block numbers (nothing indexed yet).
 func clockOf(ctx context.Context, r DelegateReader, dao string) (string, error) {
+	g, ok, err := r.Governor(ctx, dao)
+	if err != nil {
+		return "", err
+	}
+	if ok && g.ClockMode != "" {
+		return g.ClockMode, nil
+	}
 	props, _, err := r.ListProposals(ctx, dao, "", core.Page{Limit: 1})
 	if err != nil {
 		return "", err

@@ -214,6 +214,7 @@ func seedProposals(t *testing.T, s *store.Store) {
 			vote(4, "0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984", core.SupportFractional, "6", split),
 			override,
 		},
+		Governor: &core.GovernorInfo{CountingMode: "support=bravo&quorum=for,abstain", ClockMode: core.ClockBlockNumber},
 		Timeline: []core.TimelineEntry{
 			{DAO: "healthy", ProposalID: ozProposalID, ChainID: 1, Event: core.TimelineCreated, Block: 19875990, Time: at, TxHash: hexHash(0xa1)},
 			{DAO: "healthy", ProposalID: ozProposalID, ChainID: 1, Event: core.TimelineActive, Block: 19876000, Time: at.Add(2 * time.Minute)},
@@ -478,14 +479,9 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		seedProposals(t, e.store)
 		mon := startMonitor(t, e.store, log)
-		// The indexer has read healthy's governor, not the others' yet.
-		governor := func(slug string) (string, string, bool) {
-			if slug == "healthy" {
-				return "support=bravo&quorum=for,abstain", core.ClockBlockNumber, true
-			}
-			return "", "", false
-		}
-		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: specDAOs, Health: mon, Logger: log, Governor: governor,
+		// The indexer has read healthy's governor (seedProposals), not the
+		// others' yet.
+		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: specDAOs, Health: mon, Logger: log, Governor: e.store.Governor,
 			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(httpapi.WithActions(e.store, specDecoder(t)), specDAOs, log), httpapi.DelegateRoutes(e.store, specDAOs, log)}}))
 		t.Cleanup(api.Close)
 		tg := newSpecTarget(t, api, e.webhooks)
@@ -627,7 +623,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		// A store that fails: every store-backed route answers 500.
 		broken, _ := b.open(t, log)
 		broken.Close()
-		brokenAPI := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: specDAOs, Health: mon, Logger: log,
+		brokenAPI := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: specDAOs, Health: mon, Logger: log, Governor: broken.Governor,
 			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(broken, specDAOs, log), httpapi.DelegateRoutes(broken, specDAOs, log)}}))
 		t.Cleanup(brokenAPI.Close)
 		brokenHooks := httptest.NewServer(httpapi.NewWebhookService(httpapi.WebhookServiceConfig{
@@ -635,6 +631,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		t.Cleanup(brokenHooks.Close)
 		failing := newSpecTarget(t, brokenAPI, brokenHooks)
 		failingCases := []specCase{
+			{name: "daos on a failing store", method: "GET", path: "/daos", status: 200, check: wantItems("items", len(specDAOs))},
 			{name: "proposals on a failing store", method: "GET", path: proposals, status: 500},
 			{name: "every DAO's proposals on a failing store", method: "GET", path: "/proposals", status: 500},
 			{name: "delegates on a failing store", method: "GET", path: "/healthy/delegates", status: 500},

@@ -19,6 +19,7 @@ type ProposalReader interface {
 	ListVotes(ctx context.Context, dao, proposalID string, p core.Page) ([]core.Vote, int64, error)
 	Timeline(ctx context.Context, dao, proposalID string) ([]core.TimelineEntry, error)
 	VoteStats(ctx context.Context, p core.Proposal, quorumAbstain bool) (core.VoteStats, error)
+	Governor(ctx context.Context, dao string) (core.GovernorInfo, bool, error)
 }
 
 // ProposalRoutes returns GET /proposals (every DAO's), GET /{dao}/proposals
@@ -94,9 +95,15 @@ func ProposalRoutes(r ProposalReader, daos []core.DAO, log *slog.Logger) func(e 
 			if timeline == nil {
 				timeline = []core.TimelineEntry{}
 			}
-			// OpenZeppelin's counting modules count abstentions towards
-			// quorum; Bravo and Alpha count for votes only.
-			stats, err := r.VoteStats(ctx, prop, kinds[slug] == core.KindOZGovernor)
+			// The governor's quorum rule: the quorum= of its
+			// COUNTING_MODE (abstentions count on every OpenZeppelin
+			// module), for votes only on Bravo and Alpha.
+			g, _, err := r.Governor(ctx, slug)
+			if err != nil {
+				writeError(c, log, err)
+				return
+			}
+			stats, err := r.VoteStats(ctx, prop, g.QuorumCountsAbstain(kinds[slug]))
 			if err != nil {
 				writeError(c, log, err)
 				return

@@ -174,22 +174,6 @@ func (c caller) clockAt(ctx context.Context, block uint64) (uint64, error) {
 	return clampUint64(new(big.Int).SetBytes(out)), nil
 }
 
-// countingRule parses the quorum= of a COUNTING_MODE such as
-// "support=bravo&quorum=for,abstain": whether abstentions count.
-func countingRule(mode string) (quorumAbstain bool) {
-	for _, kv := range strings.Split(mode, "&") {
-		if v, ok := strings.CutPrefix(kv, "quorum="); ok {
-			for _, side := range strings.Split(v, ",") {
-				if side == "abstain" {
-					return true
-				}
-			}
-			return false
-		}
-	}
-	return true // OpenZeppelin's modules all count abstentions
-}
-
 // info reads the governor's clock mode (ERC-6372 CLOCK_MODE, block numbers
 // when it has none) and its timelock's grace period. A call that reverts
 // means the contract lacks the function; any other failure is returned, to
@@ -221,7 +205,8 @@ func (c caller) info(ctx context.Context) (governorInfo, error) {
 		case !isRevert(err):
 			return gi, err
 		}
-		gi.quorumAbstain = countingRule(gi.countingMode)
+		// An OpenZeppelin governor: its COUNTING_MODE's quorum= rule.
+		gi.quorumAbstain = core.GovernorInfo{CountingMode: gi.countingMode}.QuorumCountsAbstain(core.KindOZGovernor)
 	}
 	// The grace period is the timelock's (Compound's Timelock behind Bravo,
 	// Alpha and OpenZeppelin's GovernorTimelockCompound), or the governor's

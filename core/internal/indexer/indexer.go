@@ -197,6 +197,7 @@ type daoState struct {
 	lastBlockTime time.Time // time of the last indexed block, if known
 
 	info       *governorInfo // read once from the governor; nil until then
+	infoStored bool          // info went to the store with a batch
 	clockState               // the governor's clock as read so far (clock.go)
 }
 
@@ -527,6 +528,12 @@ func (r *Runner) syncDAO(ctx context.Context, d *daoState, target uint64, target
 		}
 		b.batch.Prev = prev
 		b.batch.Cursor = Cursor{Block: to, Hash: toHash.Hex(), NotifyFrom: notifyFrom}
+		if !d.infoStored {
+			// Kept with the DAO, so that every process serving it
+			// (not only this one, which read it) knows how it counts
+			// and what its timepoints are.
+			b.batch.Governor = &core.GovernorInfo{CountingMode: d.info.countingMode, ClockMode: d.info.clock}
+		}
 		if n := len(b.batch.Blocks); n == 0 || b.batch.Blocks[n-1].Number != to {
 			b.batch.Blocks = append(b.batch.Blocks, BlockRef{Number: to, Hash: b.batch.Cursor.Hash})
 		}
@@ -537,6 +544,7 @@ func (r *Runner) syncDAO(ctx context.Context, d *daoState, target uint64, target
 			return fmt.Errorf("store blocks %d-%d: %w", from, to, err)
 		}
 		r.metrics.batch(r.chainID, r.now().Sub(rd.start))
+		d.infoStored = true
 		next := b.batch.Cursor
 		prev = &next
 		d.lastBlockTime = time.Unix(int64(toTime), 0)

@@ -68,18 +68,6 @@ type DAOStatus struct {
 	LastErrorAt  time.Time `json:"lastErrorAt,omitzero"`
 }
 
-// Governor returns what the runner read of a DAO's governor: its
-// COUNTING_MODE() and its clock's unit; ok is false before it was read.
-func (r *Runner) Governor(daoSlug string) (countingMode, clock string, ok bool) {
-	d, found := r.bySlug[daoSlug]
-	if !found {
-		return "", "", false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return d.status.CountingMode, d.status.ClockMode, d.status.ClockMode != ""
-}
-
 // Backfill is how far a catch-up has come (core.Backfill).
 type Backfill = core.Backfill
 

@@ -25,6 +25,9 @@ import (
 //	                   token's clock, a timestamp clock): the timepoint of
 //	                   the checkpoints those events wrote
 //	proposal_timeline  each proposal's events and clock-driven changes
+//	dao_governors      what each DAO's governor says of itself: its
+//	                   COUNTING_MODE() and clock unit, for every process
+//	                   serving the DAO, not only the indexing one
 //
 // A vote's split (forWeight, againstWeight, abstainWeight) needs no
 // column: it follows from support, weight and params.
@@ -63,6 +66,42 @@ type timelineRow struct {
 }
 
 func (timelineRow) TableName() string { return "proposal_timeline" }
+
+type governorRow struct {
+	DAO          string `gorm:"column:dao;primaryKey"`
+	CountingMode string
+	ClockMode    string
+	UpdatedAt    time.Time
+}
+
+func (governorRow) TableName() string { return "dao_governors" }
+
+func migrate0016(tx *gorm.DB) error {
+	type DAOGovernor struct {
+		DAO          string    `gorm:"column:dao;primaryKey;size:64"`
+		CountingMode string    `gorm:"size:256;not null"`
+		ClockMode    string    `gorm:"size:16;not null"`
+		UpdatedAt    time.Time `gorm:"not null"`
+	}
+	return tx.Table("dao_governors").Migrator().CreateTable(&DAOGovernor{})
+}
+
+func rollback0016(tx *gorm.DB) error {
+	return tx.Exec("DROP TABLE dao_governors").Error
+}
+
+// Governor returns what the DAO's governor said of itself when the
+// indexer last read it; false before it ever did.
+func (s *Store) Governor(ctx context.Context, dao string) (core.GovernorInfo, bool, error) {
+	var rows []governorRow
+	if err := s.db.WithContext(ctx).Where("dao = ?", dao).Limit(1).Find(&rows).Error; err != nil {
+		return core.GovernorInfo{}, false, fmt.Errorf("governor: %w", err)
+	}
+	if len(rows) == 0 {
+		return core.GovernorInfo{}, false, nil
+	}
+	return core.GovernorInfo{CountingMode: rows[0].CountingMode, ClockMode: rows[0].ClockMode}, true, nil
+}
 
 func migrate0015(tx *gorm.DB) error {
 	type VoteOverride struct {
@@ -108,8 +147,17 @@ func rollback0015(tx *gorm.DB) error {
 	return nil
 }
 
-// applyCounting writes a batch's overrides, clock points and timeline.
+// applyCounting writes a batch's overrides, clock points, timeline and
+// governor.
 func (s *Store) applyCounting(tx *gorm.DB, b core.IndexBatch) error {
+	if g := b.Governor; g != nil {
+		row := governorRow{DAO: b.DAO, CountingMode: g.CountingMode, ClockMode: g.ClockMode, UpdatedAt: s.now()}
+		if err := tx.Clauses(clause.OnConflict{
+			Columns: []clause.Column{{Name: "dao"}}, DoUpdates: clause.AssignmentColumns([]string{"counting_mode", "clock_mode", "updated_at"}),
+		}).Create(&row).Error; err != nil {
+			return fmt.Errorf("record governor: %w", err)
+		}
+	}
 	var overrides []voteOverrideRow
 	for _, v := range b.Votes {
 		if v.Kind != core.VoteKindOverride {
@@ -350,13 +398,7 @@ func (s *Store) PowerHistory(ctx context.Context, dao, clock, account string, be
 	if tp == "" {
 		tp = "0" // set from the block time below
 	}
-	q := s.db.WithContext(ctx).Table("token_events").
-		Select("block_number, tx_hash, log_index, previous_votes, new_votes, at, "+tp+" AS timepoint").
-		Where("dao = ? AND kind = ? AND account = ?", dao, kindVotes, account).Order("block_number DESC, log_index DESC").Limit(limit + 1)
-	if before > 0 {
-		q = q.Where("block_number < ?", before)
-	}
-	var rows []struct {
+	type row struct {
 		BlockNumber   uint64
 		TxHash        string
 		LogIndex      uint
@@ -365,8 +407,30 @@ func (s *Store) PowerHistory(ctx context.Context, dao, clock, account string, be
 		At            time.Time
 		Timepoint     uint64
 	}
-	if err := q.Scan(&rows).Error; err != nil {
-		return nil, 0, fmt.Errorf("power history: %w", err)
+	// read returns the account's changes in blocks below before (any with
+	// 0), or in block only, newest first.
+	read := func(before, block uint64, limit int) ([]row, error) {
+		q := s.db.WithContext(ctx).Table("token_events").
+			Select("block_number, tx_hash, log_index, previous_votes, new_votes, at, "+tp+" AS timepoint").
+			Where("dao = ? AND kind = ? AND account = ?", dao, kindVotes, account).Order("block_number DESC, log_index DESC")
+		if limit > 0 {
+			q = q.Limit(limit)
+		}
+		if before > 0 {
+			q = q.Where("block_number < ?", before)
+		}
+		if block > 0 {
+			q = q.Where("block_number = ?", block)
+		}
+		var rows []row
+		if err := q.Scan(&rows).Error; err != nil {
+			return nil, fmt.Errorf("power history: %w", err)
+		}
+		return rows, nil
+	}
+	rows, err := read(before, 0, limit+1)
+	if err != nil {
+		return nil, 0, err
 	}
 	var next uint64
 	if len(rows) > limit {
@@ -374,10 +438,25 @@ func (s *Store) PowerHistory(ctx context.Context, dao, clock, account string, be
 		// starts with the block the extra row is in.
 		cut := rows[limit].BlockNumber
 		rows = rows[:limit]
-		for len(rows) > 1 && rows[len(rows)-1].BlockNumber == cut {
+		for len(rows) > 0 && rows[len(rows)-1].BlockNumber == cut {
 			rows = rows[:len(rows)-1]
 		}
-		next = rows[len(rows)-1].BlockNumber
+		if len(rows) == 0 {
+			// One block holds more changes than a page: the page is that
+			// block, whole, so that no change falls between two pages.
+			if rows, err = read(0, cut, 0); err != nil {
+				return nil, 0, err
+			}
+			below, err := read(cut, 0, 1)
+			if err != nil {
+				return nil, 0, err
+			}
+			if len(below) > 0 {
+				next = cut
+			}
+		} else {
+			next = rows[len(rows)-1].BlockNumber
+		}
 	}
 	out := make([]core.PowerChange, len(rows))
 	for i, r := range rows {

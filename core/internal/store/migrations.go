@@ -25,6 +25,7 @@ var migrations = []*gormigrate.Migration{
 	{ID: "0010_delegates_listing_indexes", Migrate: migrate0010, Rollback: rollback0010},
 	{ID: "0011_deliveries_success_inline", Migrate: migrate0011, Rollback: rollback0011},
 	{ID: "0015_vote_overrides_clock_points_timeline", Migrate: migrate0015, Rollback: rollback0015},
+	{ID: "0016_dao_governors", Migrate: migrate0016, Rollback: rollback0016},
 	{ID: "0020_webhook_consumer_settings", Migrate: migrate0020, Rollback: rollback0020},
 }
 
