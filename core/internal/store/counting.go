@@ -357,7 +357,10 @@ func (s *Store) VoteStats(ctx context.Context, p core.Proposal, quorumAbstain bo
 			st.QuorumShare = &f
 		}
 	}
-	if p.State != core.ProposalPending {
+	// Only a proposal that reached its snapshot has power delegated at
+	// it: not one pending, nor one canceled before voting opened (whose
+	// quorum was never read, for the same reason).
+	if p.State != core.ProposalPending && (p.State != core.ProposalCanceled || p.Quorum != nil) {
 		delegated, err := s.PowerAt(ctx, p.DAO, p.Clock, p.VoteStart)
 		if err != nil {
 			return core.VoteStats{}, err
