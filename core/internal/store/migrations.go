@@ -27,6 +27,9 @@ var migrations = []*gormigrate.Migration{
 	{ID: "0015_vote_overrides_clock_points_timeline", Migrate: migrate0015, Rollback: rollback0015},
 	{ID: "0016_dao_governors", Migrate: migrate0016, Rollback: rollback0016},
 	{ID: "0020_webhook_consumer_settings", Migrate: migrate0020, Rollback: rollback0020},
+	{ID: "0030_chain_shared_cursors", Migrate: migrate0030, Rollback: rollback0030},
+	{ID: "0031_notifications_chain_block", Migrate: migrate0031, Rollback: rollback0031},
+	{ID: "0032_daos", Migrate: migrate0032, Rollback: rollback0032},
 }
 
 func (s *Store) migrate(ctx context.Context) error {

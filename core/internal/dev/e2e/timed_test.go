@@ -25,22 +25,28 @@ import (
 	"github.com/govgate/govgate/core/internal/store"
 )
 
-// recordingStore is a real store that remembers the batches written
-// through it, so that a test can see how the indexer cut its work.
+// recordingStore is a real store that remembers the DAOs' parts of the
+// batches written through it, so that a test can see how the indexer cut
+// its work.
 type recordingStore struct {
 	indexer.Store
 	mu      sync.Mutex
 	batches []core.IndexBatch
 }
 
-func (s *recordingStore) ApplyBatch(ctx context.Context, b core.IndexBatch) error {
-	if err := s.Store.ApplyBatch(ctx, b); err != nil {
-		return err
+func (s *recordingStore) ApplyBatches(ctx context.Context, b core.ChainBatch) ([]string, error) {
+	dropped, err := s.Store.ApplyBatches(ctx, b)
+	if err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
-	s.batches = append(s.batches, b)
+	for _, p := range b.DAOs {
+		if !slices.Contains(dropped, p.DAO) {
+			s.batches = append(s.batches, p)
+		}
+	}
 	s.mu.Unlock()
-	return nil
+	return dropped, nil
 }
 
 // since returns the batches of dao written from the n-th batch on.
@@ -122,7 +128,8 @@ func TestTimedPayloadsTrueAtTheirBlock(t *testing.T) {
 	var daos []core.DAO
 	for _, d := range deps {
 		dao := d.DAO()
-		dao.NotifyFromBlock = head.Number.Uint64() + 1 // push what the walks do
+		from := head.Number.Uint64() + 1 // push what the walks do
+		dao.NotifyFromBlock = &from
 		daos = append(daos, dao)
 	}
 
@@ -139,8 +146,8 @@ func TestTimedPayloadsTrueAtTheirBlock(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: daos, Health: staticHealth{}, Logger: quiet,
-			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(st, daos, quiet)}}))
+		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(daos), Health: staticHealth{}, Logger: quiet,
+			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(st, core.FixedDAOs(daos), quiet)}}))
 		defer api.Close()
 		lanes = append(lanes, &timedLane{name: b.name, st: st, rec: &recordingStore{Store: st}, api: api})
 	}
