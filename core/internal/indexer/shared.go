@@ -290,6 +290,8 @@ func (r *Runner) advance(ctx context.Context, target uint64, tHash common.Hash, 
 				part.Joined = true
 			}
 			parts = append(parts, part)
+			// Blocks that a part's time-driven changes name.
+			blocks = mergeRefs(blocks, part.Blocks)
 		}
 		next := Cursor{Block: to, Hash: toHash.Hex()}
 		blocks = appendRef(blocks, BlockRef{Number: to, Hash: next.Hash})
@@ -618,6 +620,21 @@ func blockRefs(logs []types.Log) []BlockRef {
 		}
 	}
 	return out
+}
+
+// mergeRefs returns refs and more in block order, one ref a block.
+func mergeRefs(refs, more []BlockRef) []BlockRef {
+	out := append(append([]BlockRef(nil), refs...), more...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Number < out[j].Number })
+	n := 0
+	for _, r := range out {
+		if n > 0 && out[n-1].Number == r.Number {
+			continue
+		}
+		out[n] = r
+		n++
+	}
+	return out[:n]
 }
 
 func appendRef(refs []BlockRef, ref BlockRef) []BlockRef {

@@ -149,6 +149,11 @@ func (b *builder) transition(ctx context.Context, t *tracked, st string, block u
 		return err
 	}
 	t.crossings = append(t.crossings, crossing{block: block, state: st})
+	// The notification and the timeline name this block, which may hold
+	// no log: remember its hash too, so that a reorganisation's common
+	// ancestor is found at or above it while it stands (and what names
+	// it is not taken for orphaned).
+	b.batch.Blocks = append(b.batch.Blocks, BlockRef{Number: block, Hash: hash})
 	b.timeline(t.p.ProposalID, st, block, at, "")
 	if st == core.ProposalActive && t.p.Quorum == nil {
 		if err := b.readQuorum(ctx, t, block); err != nil {
@@ -499,6 +504,7 @@ func (b *builder) finish() error {
 	sort.SliceStable(b.batch.Proposals, func(i, j int) bool {
 		return b.batch.Proposals[i].UpdatedBlock < b.batch.Proposals[j].UpdatedBlock
 	})
+	b.batch.Blocks = mergeRefs(nil, b.batch.Blocks)
 	return nil
 }
 
