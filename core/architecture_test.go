@@ -53,6 +53,7 @@ var layers = map[string][]string{
 	// to; the test servers and certificates serve the test suites.
 	"core/internal/dev/devchain":      {"core", "core/internal/chain"},
 	"core/internal/dev/pgtest":        {},
+	"core/internal/dev/rpcproxy":      {},
 	"core/internal/dev/testcert":      {},
 	"core/internal/dev/e2e":           {},
 	"core/internal/dev/e2e/container": {},

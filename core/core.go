@@ -30,11 +30,17 @@ const (
 
 // Valid reports whether k is a known governor kind.
 func (k GovernorKind) Valid() bool {
-	return k == KindOZGovernor || k == KindGovernorBravo || k == KindGovernorAlpha
+	for _, v := range GovernorKinds {
+		if k == v {
+			return true
+		}
+	}
+	return false
 }
 
 // DAO is one governed organisation that govgate follows. DAOs come from the
-// configuration file, not from the store.
+// configuration file, which seeds them into the store at start, and from
+// the admin API, which adds, changes and removes them at run time.
 type DAO struct {
 	// Slug names the DAO in URLs ({dao}): lowercase letters, digits and
 	// hyphens.
@@ -54,13 +60,23 @@ type DAO struct {
 	// governor's token() (OpenZeppelin, Bravo-style), uni() or comp()
 	// (Uniswap's and Compound's governors).
 	Token string `json:"token,omitempty" yaml:"token"`
-	// NotifyFromBlock, when positive, is the first block whose events and
-	// time-driven changes are pushed to webhooks. Zero: the block after the
-	// one where the DAO's indexer first reached the confirmed head, so that
-	// a backfilled history is stored and served but not pushed.
-	NotifyFromBlock uint64 `json:"notifyFromBlock,omitempty" yaml:"notify_from_block"`
-	// NotifyHistory pushes the whole history from StartBlock on.
+	// NotifyFromBlock, when set, is the first block whose events and
+	// time-driven changes are pushed to webhooks; 0 is block 0 (push
+	// everything from StartBlock on). Unset: the block after the confirmed
+	// head at which the DAO's indexing started, so that a backfilled
+	// history is stored and served but not pushed.
+	NotifyFromBlock *uint64 `json:"notifyFromBlock,omitempty" yaml:"notify_from_block"`
+	// NotifyHistory pushes the whole history from StartBlock on (the same
+	// as NotifyFromBlock 0).
 	NotifyHistory bool `json:"notifyHistory,omitempty" yaml:"notify_history"`
+	// Source says where the DAO is defined: DAOSourceConfig (the
+	// configuration file, which alone may change it) or DAOSourceAPI.
+	Source string `json:"source,omitempty" yaml:"-"`
+	// Generation identifies this definition of the DAO in the store: it
+	// changes when the DAO is created again or changed in a way that
+	// needs it indexed anew, so that writes for an older definition are
+	// refused. 0 for a DAO that is not in the store (tests, tools).
+	Generation int64 `json:"-" yaml:"-"`
 }
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)
@@ -106,6 +122,10 @@ type Notification struct {
 	OccurredAt time.Time       `json:"occurredAt"`
 	Data       json.RawMessage `json:"data"`
 }
+
+// TypeNotificationOrphaned is sent for each notification whose block a
+// chain reorganisation deeper than the confirmations removed.
+const TypeNotificationOrphaned = "notification.orphaned"
 
 // Notification types emitted by the chain indexer. The admin API may publish
 // any type that matches NotificationTypePattern.

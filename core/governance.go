@@ -15,6 +15,15 @@ type Cursor struct {
 	NotifyFrom uint64
 }
 
+// DAOCursor is a DAO's cursor as the store keeps it: Joined when the DAO
+// follows its chain's shared cursor (then Block and Hash are the shared
+// cursor's), and the DAO generation it was written for.
+type DAOCursor struct {
+	Cursor
+	Joined     bool
+	Generation int64
+}
+
 // BlockRef is a block the indexer has seen, kept to detect reorganisations.
 type BlockRef struct {
 	Number uint64
@@ -177,10 +186,54 @@ type IndexBatch struct {
 	Notifications []Notification
 	// Blocks are block hashes to remember.
 	Blocks []BlockRef
+	// Joined marks a part of a ChainBatch whose DAO follows the chain's
+	// shared cursor: Prev and Cursor are not used.
+	Joined bool
+	// Generation is the DAO's (DAO.Generation): the store refuses a batch
+	// of an older definition of the DAO. 0 skips the check.
+	Generation int64
 	// PruneBelow, when positive, lets the store forget this chain's block
 	// refs below that block, and proposal revisions below it superseded by a
 	// later revision also at or below it.
 	PruneBelow uint64
+}
+
+// ChainBatch is what one indexing step of a chain writes, all or nothing
+// (Store.ApplyBatches): the events of many DAOs over one block range.
+//
+// A chain has one shared cursor, which every DAO joined to it follows: a
+// DAO at the head costs no write when nothing of it happened, because its
+// cursor is the chain's. Its IndexBatch, when it has content, says Joined.
+// A DAO catching up (new, or backfilling) has a cursor of its own, fenced
+// by IndexBatch.Prev as ApplyBatch does; it joins the shared cursor once
+// its own equals it (Join).
+type ChainBatch struct {
+	ChainID uint64
+	// Shared, when set, moves the chain's shared cursor: the store refuses
+	// the whole batch with ErrCursorMoved when the stored shared cursor is
+	// not Shared.Prev (another indexer moved it).
+	Shared *SharedMove
+	// DAOs are the per-DAO parts. A part that no longer applies (its DAO
+	// was removed or redefined meanwhile, or its Prev is not the stored
+	// cursor) is left out and named in the result; the rest is written.
+	DAOs []IndexBatch
+	// Join lists DAOs whose own cursor, equal to Shared.Next once this
+	// batch is written, follows the shared cursor from now on.
+	Join []string
+	// Leave lists joined DAOs that stop following the shared cursor (the
+	// indexer refused them): each gets an own cursor at Shared.Prev, up to
+	// which it is indexed.
+	Leave []string
+	// Blocks are block hashes to remember; PruneBelow as in IndexBatch.
+	Blocks     []BlockRef
+	PruneBelow uint64
+}
+
+// SharedMove moves a chain's shared cursor from Prev (nil: the chain has
+// none yet) to Next.
+type SharedMove struct {
+	Prev *Cursor
+	Next Cursor
 }
 
 // Time-driven notification types: the indexer emits them when the confirmed

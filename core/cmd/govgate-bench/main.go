@@ -61,7 +61,7 @@ var (
 	memProfile    = flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
 	runProfiles   = flag.String("run-cpuprofiles", "", "write a CPU profile of each measured pipeline run, from its first ingest to its last recorded success, into this directory, named after the run's database")
 	rounds        = flag.Int("rounds", 5, "rounds of each figure measured in rounds; each round measures the baseline and the subject back to back, and the medians are reported")
-	only          = flag.String("only", "", "run only these parts, comma-separated: ceiling, sqlite, postgres, latency, fanout, plugins, otel, ordered, health, delegation, rss")
+	only          = flag.String("only", "", "run only these parts, comma-separated: ceiling, sqlite, postgres, latency, fanout, plugins, otel, ordered, health, delegation, rss, scale")
 	orderedNotes  = flag.Int("ordered-notifications", 300, "notifications in the ordered part's one-endpoint run")
 
 	delegationEvents = flag.Int("delegations", 1_000_000, "delegation events in the delegation part (even; the figure is 1,000,000, fewer while iterating)")
@@ -344,6 +344,11 @@ func run(ctx context.Context) error {
 	if want("rss") {
 		if err := rssBench(ctx, tmp, newDB); err != nil {
 			return fmt.Errorf("rss: %w", err)
+		}
+	}
+	if want("scale") {
+		if err := scaleBench(ctx, tmp); err != nil {
+			return fmt.Errorf("scale: %w", err)
 		}
 	}
 	report("peak_rss_mb", "%.0f", peakRSSMB())
@@ -829,7 +834,7 @@ func healthRatio(ctx context.Context, tmp string) (float64, error) {
 		return 0, err
 	}
 	defer st.Close()
-	daos := []core.DAO{{Slug: "uniswap", Name: "Uniswap", ChainID: 1, Governor: "0x408ED6354d4973f66138C91495F2f2FCbd8724C3", Kind: core.KindGovernorBravo}}
+	daos := core.FixedDAOs{{Slug: "uniswap", Name: "Uniswap", ChainID: 1, Governor: "0x408ED6354d4973f66138C91495F2f2FCbd8724C3", Kind: core.KindGovernorBravo}}
 	mon, err := health.NewMonitor(daos, health.Sources{PingDB: st.Ping, Upstreams: func(uint64) []health.Upstream { return nil },
 		Indexer: func(string) (health.IndexerStatus, bool) { return health.IndexerStatus{}, false }}, health.Config{}, health.Options{})
 	if err != nil {

@@ -316,6 +316,7 @@ func (r *stallReceiver) close() {
 type govgateProc struct {
 	cmd       *exec.Cmd
 	adminAddr string
+	apiAddr   string
 	log       *bytes.Buffer
 	logMu     sync.Mutex
 	gcs       int // GODEBUG=gctrace=1 lines in log
@@ -329,8 +330,13 @@ var listening = regexp.MustCompile(`msg=listening listener=(\w+) addr=http://(\S
 // ports the kernel picks, which it learns from the log (as the e2e
 // harness does).
 func startGovgate(ctx context.Context, bin string, env []string) (*govgateProc, error) {
+	return startGovgateWith(ctx, bin, "configs/govgate.yaml", env)
+}
+
+// startGovgateWith is startGovgate with the configuration file cfgPath.
+func startGovgateWith(ctx context.Context, bin, cfgPath string, env []string) (*govgateProc, error) {
 	g := &govgateProc{log: &bytes.Buffer{}, exited: make(chan struct{})}
-	g.cmd = exec.Command(bin, "serve", "--config", "configs/govgate.yaml")
+	g.cmd = exec.Command(bin, "serve", "--config", cfgPath)
 	// gctrace prints a line a collection on stderr: the bench counts them
 	// from the log, where scraping the metrics would add to the memory
 	// measured.
@@ -352,7 +358,7 @@ func startGovgate(ctx context.Context, bin string, env []string) (*govgateProc, 
 			found[m[1]] = m[2]
 		}
 		if len(found) == 3 {
-			g.adminAddr = found["admin"]
+			g.adminAddr, g.apiAddr = found["admin"], found["api"]
 			return g, nil
 		}
 		select {

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,20 +22,29 @@ import (
 	"github.com/govgate/govgate/core/internal/store"
 )
 
-// chainService wires the chain gateways, the indexers and the health monitor.
+// chainService wires the chain gateways, the indexers, the DAO catalog and
+// the health monitor. The catalog is the store's daos table: the
+// configuration file seeds its DAOs at start, the admin API changes the
+// others, and every process reloads it when its version moves.
 type chainService struct {
 	st       *store.Store
-	daos     []core.DAO
+	catalog  *core.LiveDAOs
 	log      *slog.Logger
 	gateways map[uint64]*chain.Gateway
 	runners  map[uint64]*indexer.Runner
 	monitor  *health.Monitor
+
+	mu      sync.Mutex // serialises reloads
+	version int64      // of the catalog in force
 	// decoder decodes proposals' calls for proposal.created and the API.
 	decoder *calldata.Decoder
 }
 
+// probeTimeout bounds checking one DAO against its chain.
+const probeTimeout = 30 * time.Second
+
 func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *store.Store, producer *wakingStore, reg *prometheus.Registry, runBG func(string, func(context.Context) error)) (*chainService, error) {
-	s := &chainService{st: st, daos: cfg.DAOs, log: log, gateways: map[uint64]*chain.Gateway{}, runners: map[uint64]*indexer.Runner{}}
+	s := &chainService{st: st, catalog: core.NewLiveDAOs(nil), log: log, gateways: map[uint64]*chain.Gateway{}, runners: map[uint64]*indexer.Runner{}}
 	gwMetrics, ixMetrics := chain.NewMetrics(), indexer.NewMetrics()
 	reg.MustRegister(gwMetrics.Collectors()...)
 	reg.MustRegister(ixMetrics.Collectors()...)
@@ -41,7 +53,6 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	s.decoder = dec
-	var locker indexer.Locker = storeLocker{st}
 	for _, ch := range cfg.Chains {
 		gw, err := chain.New(ch, chain.Options{Logger: log, Metrics: gwMetrics})
 		if err != nil {
@@ -49,29 +60,44 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 		}
 		s.gateways[ch.ID] = gw
 		reg.MustRegister(gw.Collector())
-		var daos []core.DAO
+	}
+	// The runners start with the file's DAOs, which they check against
+	// their chains before the store takes them; then with the store's.
+	var locker indexer.Locker = storeLocker{st}
+	for _, ch := range cfg.Chains {
+		gw := s.gateways[ch.ID]
+		var filed []core.DAO
 		for _, d := range cfg.DAOs {
 			if d.ChainID == ch.ID {
-				daos = append(daos, d)
+				filed = append(filed, d)
 			}
 		}
-		if len(daos) == 0 {
-			continue
-		}
-		r, err := indexer.NewRunner(gw, indexStore{producer}, locker, ch.ID, ch.Confirmations, daos, cfg.Indexer, indexer.Options{Logger: log, Metrics: ixMetrics, Actions: dec})
+		r, err := indexer.NewRunner(gw, indexStore{producer}, locker, ch.ID, ch.Confirmations, filed, cfg.Indexer,
+			indexer.Options{Logger: log, Metrics: ixMetrics, AddressesPerRequest: gw.Config().MaxAddressesPerRequest, Actions: dec})
 		if err != nil {
 			return nil, err
 		}
 		s.runners[ch.ID] = r
 		reg.MustRegister(r.Collector())
-		runBG(fmt.Sprintf("indexer of chain %d", ch.ID), r.Run)
 	}
-	for _, d := range cfg.DAOs {
+	if err := s.seed(ctx, cfg.DAOs); err != nil {
+		return nil, err
+	}
+	if err := s.reload(ctx); err != nil {
+		return nil, err
+	}
+	for id, r := range s.runners {
+		runBG(fmt.Sprintf("indexer of chain %d", id), r.Run)
+	}
+	for _, d := range s.catalog.DAOs() {
 		if _, ok := s.gateways[d.ChainID]; !ok {
 			log.Warn("no chain configured for a DAO: it is listed but not indexed, and its health fails", "dao", d.Slug, "chain_id", d.ChainID)
 		}
 	}
-	mon, err := health.NewMonitor(cfg.DAOs, health.Sources{
+	// Every process follows the catalog: a DAO another process added is
+	// served here within a LockRetry, and indexed by whichever leads.
+	go s.follow(ctx, cfg.Indexer.LockRetry)
+	mon, err := health.NewMonitor(s.catalog, health.Sources{
 		PingDB: st.Ping,
 		Upstreams: func(chainID uint64) []health.Upstream {
 			gw := s.gateways[chainID]
@@ -86,7 +112,11 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 			return out
 		},
 		Indexer: func(dao string) (health.IndexerStatus, bool) {
-			for _, r := range s.runners {
+			d, ok := s.catalog.DAO(dao)
+			if !ok {
+				return health.IndexerStatus{}, false
+			}
+			if r := s.runners[d.ChainID]; r != nil {
 				if st, ok := r.Status(dao); ok {
 					return health.IndexerStatus(st), true
 				}
@@ -109,10 +139,163 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 	return s, nil
 }
 
+// seed checks the configuration file's DAOs that are new or changed since
+// the store last saw them against their chains, then makes them the
+// store's config DAOs. A DAO its chain refutes stops the start, with the
+// field named; a chain that does not answer only delays the check to the
+// indexer, which refuses the DAO then (its health says why).
+func (s *chainService) seed(ctx context.Context, daos []core.DAO) error {
+	stored, _, err := s.st.DAOs(ctx)
+	if err != nil {
+		return err
+	}
+	have := map[string]core.DAO{}
+	for _, d := range stored {
+		have[d.Slug] = d
+	}
+	index := map[string]int{}
+	todo := map[uint64][]string{}
+	for i, d := range daos {
+		index[d.Slug] = i
+		if old, ok := have[d.Slug]; ok && old.Source == core.DAOSourceConfig && !old.IndexingChanged(d) {
+			continue
+		}
+		todo[d.ChainID] = append(todo[d.ChainID], d.Slug)
+	}
+	for chainID, slugs := range todo {
+		r := s.runners[chainID]
+		if r == nil {
+			continue
+		}
+		err := r.Check(ctx, slugs)
+		var pe *indexer.ProbeError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("config: daos[%d].%s: %s", index[pe.DAO], pe.Field, pe.Message)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return s.st.SeedDAOs(ctx, daos)
+}
+
+// reload reads the catalog from the store if its version moved, and hands
+// each runner its chain's DAOs.
+func (s *chainService) reload(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, err := s.st.DAOsVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if v == s.version && s.version != 0 {
+		return nil
+	}
+	daos, v, err := s.st.DAOs(ctx)
+	if err != nil {
+		return err
+	}
+	s.catalog.Replace(daos)
+	s.version = v
+	for id, r := range s.runners {
+		if err := r.SetDAOs(s.daosOf(id)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *chainService) daosOf(chainID uint64) []core.DAO {
+	var out []core.DAO
+	for _, d := range s.catalog.DAOs() {
+		if d.ChainID == chainID {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// follow reloads the catalog every interval until ctx ends.
+func (s *chainService) follow(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.reload(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("reload daos", "err", err)
+			}
+		}
+	}
+}
+
+// check refutes a DAO that the admin API would add: its chain must be
+// configured here, and answer for its governor and token.
+func (s *chainService) check(ctx context.Context, d core.DAO) error {
+	gw := s.gateways[d.ChainID]
+	if gw == nil {
+		return httpapi.FieldErr(&core.FieldError{Field: "chain_id", Message: fmt.Sprintf("no chain %d is configured (chains[] in the configuration file)", d.ChainID)})
+	}
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	err := indexer.Probe(pctx, gw, d)
+	var pe *indexer.ProbeError
+	switch {
+	case errors.As(err, &pe):
+		return httpapi.FieldErr(&core.FieldError{Field: pe.Field, Message: pe.Message})
+	case err != nil:
+		s.log.Warn("could not check a DAO against its chain", "dao", d.Slug, "err", err)
+		return core.Errorf(core.ECodeUnavailable, "chain %d did not answer to check the dao; try again", d.ChainID)
+	}
+	return nil
+}
+
+// CreateDAO implements httpapi.DAOAdmin.
+func (s *chainService) CreateDAO(ctx context.Context, d core.DAO) (core.DAO, error) {
+	if err := s.check(ctx, d); err != nil {
+		return core.DAO{}, err
+	}
+	out, err := s.st.CreateDAO(ctx, d)
+	if err != nil {
+		return core.DAO{}, err
+	}
+	s.log.Info("dao added through the admin API", "dao", d.Slug, "chain_id", d.ChainID, "governor", d.Governor)
+	return out, s.reload(ctx)
+}
+
+// UpdateDAO implements httpapi.DAOAdmin.
+func (s *chainService) UpdateDAO(ctx context.Context, d core.DAO) (core.DAO, error) {
+	if old, ok := s.catalog.DAO(d.Slug); !ok || old.IndexingChanged(d) {
+		if err := s.check(ctx, d); err != nil {
+			return core.DAO{}, err
+		}
+	}
+	out, err := s.st.UpdateDAO(ctx, d)
+	if err != nil {
+		return core.DAO{}, err
+	}
+	s.log.Info("dao changed through the admin API", "dao", d.Slug)
+	return out, s.reload(ctx)
+}
+
+// DeleteDAO implements httpapi.DAOAdmin.
+func (s *chainService) DeleteDAO(ctx context.Context, slug string) error {
+	if err := s.st.DeleteDAO(ctx, slug); err != nil {
+		return err
+	}
+	s.log.Info("dao removed through the admin API", "dao", slug)
+	return s.reload(ctx)
+}
+
 func (s *chainService) Health() httpapi.HealthSource { return s.monitor }
 
+// DAOs is the catalog in force.
+func (s *chainService) DAOs() core.DAOCatalog { return s.catalog }
+
 func (s *chainService) APIRoutes() []func(*gin.Engine) {
-	return []func(*gin.Engine){httpapi.ProposalRoutes(httpapi.WithActions(s.st, s.decoder), s.daos, s.log), httpapi.DelegateRoutes(s.st, s.daos, s.log)}
+	return []func(*gin.Engine){httpapi.ProposalRoutes(httpapi.WithActions(s.st, s.decoder), s.catalog, s.log), httpapi.DelegateRoutes(s.st, s.catalog, s.log)}
 }
 
 func (s *chainService) AdminRoutes() []func(*gin.RouterGroup) {
@@ -125,13 +308,21 @@ func (s *chainService) AdminRoutes() []func(*gin.RouterGroup) {
 				ID        uint64                 `json:"id"`
 				Name      string                 `json:"name"`
 				Upstreams []chain.UpstreamStatus `json:"upstreams"`
-				Indexer   []indexer.DAOStatus    `json:"indexer"`
+				Summary   *indexer.Summary       `json:"summary,omitempty"`
+				Indexer   []indexer.DAOStatus    `json:"indexer,omitempty"`
 			}
+			// ?daos=false leaves out the line per DAO, a thousand lines
+			// on a chain indexed whole.
+			perDAO := c.Query("daos") != "false"
 			items := []chainView{}
 			for id, gw := range s.gateways {
-				v := chainView{ID: id, Name: gw.Config().Name, Upstreams: gw.Status(), Indexer: []indexer.DAOStatus{}}
+				v := chainView{ID: id, Name: gw.Config().Name, Upstreams: gw.Status()}
 				if r := s.runners[id]; r != nil {
-					v.Indexer = r.Statuses()
+					sum := r.Summary()
+					v.Summary = &sum
+					if perDAO {
+						v.Indexer = r.Statuses()
+					}
 				}
 				items = append(items, v)
 			}
@@ -144,13 +335,26 @@ func (s *chainService) AdminRoutes() []func(*gin.RouterGroup) {
 // notifications wakes the local dispatcher.
 type indexStore struct{ *wakingStore }
 
-func (s indexStore) ApplyBatch(ctx context.Context, b indexer.Batch) error {
-	if err := s.Store.ApplyBatch(ctx, b); err != nil {
+func (s indexStore) ApplyBatches(ctx context.Context, b core.ChainBatch) ([]string, error) {
+	dropped, err := s.Store.ApplyBatches(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range b.DAOs {
+		if len(p.Notifications) > 0 {
+			s.Wake()
+			break
+		}
+	}
+	return dropped, nil
+}
+
+// Rollback wakes the dispatcher for the orphan notices it stores.
+func (s indexStore) Rollback(ctx context.Context, chainID uint64, to indexer.BlockRef) error {
+	if err := s.Store.Rollback(ctx, chainID, to); err != nil {
 		return err
 	}
-	if len(b.Notifications) > 0 {
-		s.Wake()
-	}
+	s.Wake()
 	return nil
 }
 

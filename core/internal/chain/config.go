@@ -13,6 +13,9 @@ const (
 	DefaultFailuresToOpen      = 5
 	DefaultOpenTimeout         = 30 * time.Second
 	DefaultHalfOpenMaxRequests = 1
+	DefaultMaxConcurrency      = 8
+	DefaultMaxAddresses        = 1000
+	DefaultRateLimitRetries    = 4
 )
 
 // BreakerConfig tunes the circuit breaker kept for each upstream.
@@ -47,6 +50,22 @@ type ChainConfig struct {
 	RequestTimeout time.Duration `yaml:"request_timeout" json:"requestTimeout"`
 	// Breaker tunes the circuit breaker kept per upstream (sony/gobreaker).
 	Breaker BreakerConfig `yaml:"breaker" json:"breaker"`
+	// MaxConcurrency caps the calls in flight to the chain's upstreams at
+	// once, whoever makes them (the indexer's shared reads, its catch-ups,
+	// the health checks).
+	MaxConcurrency int `yaml:"max_concurrency" json:"maxConcurrency"`
+	// RequestsPerSecond is the provider's rate limit, honoured before each
+	// call (0: none); Burst is how many calls may go at once above it.
+	RequestsPerSecond float64 `yaml:"requests_per_second" json:"requestsPerSecond"`
+	Burst             int     `yaml:"burst" json:"burst"`
+	// MaxAddressesPerRequest splits an eth_getLogs over many contracts into
+	// requests of at most this many addresses: providers cap the list.
+	MaxAddressesPerRequest int `yaml:"max_addresses_per_request" json:"maxAddressesPerRequest"`
+	// RateLimitRetries is how many times a call that every upstream
+	// refused with a rate limit (HTTP 429, or the provider's JSON-RPC
+	// equivalent) is tried again, after the Retry-After the provider asked
+	// for or an exponential backoff from one second, before it fails.
+	RateLimitRetries int `yaml:"rate_limit_retries" json:"rateLimitRetries"`
 }
 
 // WithDefaults returns c with zero durations and counters set to the defaults.
@@ -62,6 +81,18 @@ func (c ChainConfig) WithDefaults() ChainConfig {
 	}
 	if c.Breaker.HalfOpenMaxRequests == 0 {
 		c.Breaker.HalfOpenMaxRequests = DefaultHalfOpenMaxRequests
+	}
+	if c.MaxConcurrency == 0 {
+		c.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if c.MaxAddressesPerRequest == 0 {
+		c.MaxAddressesPerRequest = DefaultMaxAddresses
+	}
+	if c.RequestsPerSecond > 0 && c.Burst == 0 {
+		c.Burst = max(1, int(c.RequestsPerSecond))
+	}
+	if c.RateLimitRetries == 0 {
+		c.RateLimitRetries = DefaultRateLimitRetries
 	}
 	return c
 }
@@ -109,6 +140,18 @@ func (c ChainConfig) Validate() error {
 	}
 	if c.Breaker.HalfOpenMaxRequests == 0 {
 		return fail("breaker.half_open_max_requests", "must be at least 1")
+	}
+	switch {
+	case c.MaxConcurrency < 1:
+		return fail("max_concurrency", "must be at least 1")
+	case c.RequestsPerSecond < 0:
+		return fail("requests_per_second", "must not be negative (0: no limit)")
+	case c.RequestsPerSecond > 0 && c.Burst < 1:
+		return fail("burst", "must be at least 1")
+	case c.MaxAddressesPerRequest < 1:
+		return fail("max_addresses_per_request", "must be at least 1")
+	case c.RateLimitRetries < 0:
+		return fail("rate_limit_retries", "must not be negative")
 	}
 	return nil
 }

@@ -17,10 +17,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
@@ -28,6 +30,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/sony/gobreaker/v2"
+	"golang.org/x/time/rate"
 )
 
 // ErrNoUpstream is wrapped by every error of a call that no upstream
@@ -54,6 +57,10 @@ type Gateway struct {
 	ups     []*upstream
 	log     *slog.Logger
 	metrics *Metrics
+	// slots caps the calls in flight (MaxConcurrency); limiter paces them
+	// (RequestsPerSecond), nil without a limit.
+	slots   chan struct{}
+	limiter *rate.Limiter
 }
 
 // upstream is one JSON-RPC endpoint and its breaker. raw may hold a secret
@@ -70,6 +77,7 @@ type upstream struct {
 	eth    *ethclient.Client
 
 	mu            sync.Mutex
+	pausedUntil   time.Time // a Retry-After the provider asked for
 	consecutive   uint32
 	total         uint64
 	lastErr       string
@@ -84,7 +92,10 @@ func New(cfg ChainConfig, opts Options) (*Gateway, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	g := &Gateway{cfg: cfg, log: opts.Logger, metrics: opts.Metrics}
+	g := &Gateway{cfg: cfg, log: opts.Logger, metrics: opts.Metrics, slots: make(chan struct{}, cfg.MaxConcurrency)}
+	if cfg.RequestsPerSecond > 0 {
+		g.limiter = rate.NewLimiter(rate.Limit(cfg.RequestsPerSecond), cfg.Burst)
+	}
 	if g.log == nil {
 		g.log = slog.Default()
 	}
@@ -94,7 +105,10 @@ func New(cfg ChainConfig, opts Options) (*Gateway, error) {
 		hc = defaultHTTPClient()
 	}
 	for i, raw := range cfg.RPC {
-		u := &upstream{index: i, raw: raw, url: Redact(raw), hc: hc}
+		u := &upstream{index: i, raw: raw, url: Redact(raw)}
+		// Each upstream's transport notes the Retry-After of its 429s,
+		// which go-ethereum's HTTPError does not carry.
+		u.hc = &http.Client{Timeout: hc.Timeout, Jar: hc.Jar, CheckRedirect: hc.CheckRedirect, Transport: retryAfterTransport{base: hc.Transport, u: u}}
 		u.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 			Name:        fmt.Sprintf("chain-%d-upstream-%d", cfg.ID, i),
 			MaxRequests: cfg.Breaker.HalfOpenMaxRequests,
@@ -213,6 +227,50 @@ func (g *Gateway) BlockStamp(ctx context.Context, number *big.Int) (num uint64, 
 	return uint64(*b.Number), *b.Hash, uint64(b.Timestamp), nil
 }
 
+// BlockHeader is BlockStamp with the parent's hash, which lets the
+// indexer see that a new block extends the one it indexed last without
+// reading that one again.
+func (g *Gateway) BlockHeader(ctx context.Context, number *big.Int) (num uint64, hash, parent common.Hash, timestamp uint64, err error) {
+	tag := "latest"
+	if number != nil {
+		tag = hexutil.EncodeBig(number)
+	}
+	var raw json.RawMessage
+	err = g.call(ctx, "eth_getBlockByNumber", func(ctx context.Context, c *ethclient.Client) error {
+		return c.Client().CallContext(ctx, &raw, "eth_getBlockByNumber", tag, false)
+	})
+	if err != nil {
+		return 0, common.Hash{}, common.Hash{}, 0, err
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, common.Hash{}, common.Hash{}, 0, ethereum.NotFound
+	}
+	var b struct {
+		Number     *hexutil.Uint64 `json:"number"`
+		Hash       *common.Hash    `json:"hash"`
+		ParentHash common.Hash     `json:"parentHash"`
+		Timestamp  hexutil.Uint64  `json:"timestamp"`
+	}
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return 0, common.Hash{}, common.Hash{}, 0, fmt.Errorf("eth_getBlockByNumber: decode block: %w", err)
+	}
+	if b.Number == nil || b.Hash == nil {
+		return 0, common.Hash{}, common.Hash{}, 0, errors.New("eth_getBlockByNumber: block without number or hash")
+	}
+	return uint64(*b.Number), *b.Hash, b.ParentHash, uint64(b.Timestamp), nil
+}
+
+// CodeAt returns the code of a contract at block number (latest for nil):
+// empty for an address that holds no contract.
+func (g *Gateway) CodeAt(ctx context.Context, addr common.Address, number *big.Int) ([]byte, error) {
+	var code []byte
+	err := g.call(ctx, "eth_getCode", func(ctx context.Context, c *ethclient.Client) (err error) {
+		code, err = c.CodeAt(ctx, addr, number)
+		return err
+	})
+	return code, err
+}
+
 // FilterLogs runs eth_getLogs. A provider's refusal of a too wide range comes
 // back as the provider's error, without failover: the caller narrows the range.
 func (g *Gateway) FilterLogs(ctx context.Context, q ethereum.FilterQuery) ([]types.Log, error) {
@@ -235,16 +293,98 @@ func (g *Gateway) CallContract(ctx context.Context, msg ethereum.CallMsg, number
 	return out, err
 }
 
-// call runs fn on the first upstream that answers, in configured order,
-// skipping those whose breaker is open. An answer that is an error about the
-// request itself (a JSON-RPC error object, "not found") is returned at once:
-// another upstream would say the same.
+// call runs fn on the first upstream that answers (callOnce), within the
+// chain's concurrency cap and rate limit. When every upstream refused it
+// with a rate limit, it waits for the Retry-After the provider asked for
+// (or an exponential backoff from one second, with jitter) and tries
+// again, RateLimitRetries times.
 func (g *Gateway) call(ctx context.Context, method string, fn func(context.Context, *ethclient.Client) error) error {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval = time.Second, 30*time.Second
+	for attempt := 0; ; attempt++ {
+		err := g.callOnce(ctx, method, fn)
+		if err == nil || !errors.Is(err, ErrRateLimited) || attempt >= g.cfg.RateLimitRetries {
+			return err
+		}
+		wait := bo.NextBackOff()
+		if until := g.pausedUntil(); time.Until(until) > wait {
+			wait = time.Until(until)
+		}
+		g.metrics.rateLimited(g.cfg.ID, wait)
+		g.log.Debug("rpc rate limited, waiting", "method", method, "wait", wait, "attempt", attempt+1)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", method, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+// ErrRateLimited is wrapped by the error of a call that every upstream
+// refused with a rate limit.
+var ErrRateLimited = errors.New("rate limited by every upstream")
+
+// acquire waits for a call slot and the rate limiter; release gives the
+// slot back.
+func (g *Gateway) acquire(ctx context.Context) (release func(), err error) {
+	start := time.Now()
+	select {
+	case g.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if g.limiter != nil {
+		if err := g.limiter.Wait(ctx); err != nil {
+			<-g.slots
+			return nil, err
+		}
+	}
+	g.metrics.waited(g.cfg.ID, time.Since(start), len(g.slots))
+	return func() {
+		<-g.slots
+		g.metrics.waited(g.cfg.ID, 0, len(g.slots))
+	}, nil
+}
+
+// pausedUntil is the earliest time an upstream asked to be left alone
+// until; zero when none did.
+func (g *Gateway) pausedUntil() time.Time {
+	var t time.Time
+	for _, u := range g.ups {
+		u.mu.Lock()
+		if p := u.pausedUntil; p.After(time.Now()) && (t.IsZero() || p.Before(t)) {
+			t = p
+		}
+		u.mu.Unlock()
+	}
+	return t
+}
+
+// callOnce runs fn on the first upstream that answers, in configured order,
+// skipping those whose breaker is open or that asked to be left alone
+// (Retry-After). An answer that is an error about the request itself (a
+// JSON-RPC error object, "not found") is returned at once: another
+// upstream would say the same.
+func (g *Gateway) callOnce(ctx context.Context, method string, fn func(context.Context, *ethclient.Client) error) error {
+	release, err := g.acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	defer release()
 	var lastErr error
-	tried, skipped := 0, 0
+	tried, skipped, limited := 0, 0, 0
 	for _, u := range g.ups {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("%s: %w", method, err)
+		}
+		if u.paused() {
+			skipped++
+			limited++
+			g.metrics.observe(g.cfg.ID, u, method, "skipped", 0)
+			if lastErr == nil {
+				lastErr = &UpstreamError{URL: u.url, Method: method, msg: "waiting for its Retry-After"}
+			}
+			continue
 		}
 		start := time.Now()
 		_, err := u.cb.Execute(func() (struct{}, error) {
@@ -286,12 +426,81 @@ func (g *Gateway) call(ctx context.Context, method string, fn func(context.Conte
 		default:
 			werr := u.wrap(method, err)
 			u.failure(werr)
-			g.metrics.observe(g.cfg.ID, u, method, "error", elapsed)
+			outcome := "error"
+			if isRateLimitError(err) {
+				outcome = "rate_limited"
+				limited++
+			}
+			g.metrics.observe(g.cfg.ID, u, method, outcome, elapsed)
 			g.log.Debug("rpc upstream failed", "upstream", u.url, "method", method, "err", werr)
 			lastErr = werr
 		}
 	}
-	return fmt.Errorf("%s: %w (%d tried, %d skipped with breaker open): %w", method, ErrNoUpstream, tried, skipped, lastErr)
+	if limited > 0 && limited == tried+skipped {
+		return fmt.Errorf("%s: %w: %w", method, ErrRateLimited, lastErr)
+	}
+	return fmt.Errorf("%s: %w (%d tried, %d skipped with breaker open or rate limited): %w", method, ErrNoUpstream, tried, skipped, lastErr)
+}
+
+// isRateLimitError recognises an upstream's "slow down": HTTP 429 or a
+// rate-limit JSON-RPC error.
+func isRateLimitError(err error) bool {
+	var httpErr rpc.HTTPError
+	if errors.As(err, &httpErr) && httpErr.StatusCode == http.StatusTooManyRequests {
+		return true
+	}
+	var rpcErr rpc.Error
+	return errors.As(err, &rpcErr) && isRateLimit(rpcErr.ErrorCode(), rpcErr.Error())
+}
+
+// paused reports whether the upstream asked to be left alone for now.
+func (u *upstream) paused() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.pausedUntil.After(time.Now())
+}
+
+// retryAfterTransport records the Retry-After of an upstream's 429 and
+// 503 answers.
+type retryAfterTransport struct {
+	base http.RoundTripper
+	u    *upstream
+}
+
+// maxRetryAfter bounds a provider's Retry-After: a longer one is a
+// misconfiguration, and the breaker handles outages.
+const maxRetryAfter = 2 * time.Minute
+
+func (t retryAfterTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	resp, err := base.RoundTrip(r)
+	if err != nil || (resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable) {
+		return resp, err
+	}
+	if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		t.u.mu.Lock()
+		t.u.pausedUntil = time.Now().Add(min(d, maxRetryAfter))
+		t.u.mu.Unlock()
+	}
+	return resp, nil
+}
+
+// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
+		return time.Duration(secs * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(0, t.Sub(now)), true
+	}
+	return 0, false
 }
 
 func (u *upstream) dial(ctx context.Context) (*ethclient.Client, error) {

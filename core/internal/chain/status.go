@@ -67,6 +67,9 @@ func stateName(s gobreaker.State) string {
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	inflight *prometheus.GaugeVec
+	waiting  *prometheus.CounterVec
+	limited  *prometheus.CounterVec
 }
 
 // NewMetrics returns unregistered collectors named govgate_rpc_*.
@@ -74,19 +77,48 @@ func NewMetrics() *Metrics {
 	return &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "govgate_rpc_requests_total",
-			Help: "JSON-RPC calls by chain, upstream (index and redacted URL), method and outcome (ok, rejected, error, skipped, canceled).",
+			Help: "JSON-RPC calls by chain, upstream (index and redacted URL), method and outcome (ok, rejected, error, rate_limited, skipped, canceled).",
 		}, []string{"chain", "upstream", "url", "method", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "govgate_rpc_request_duration_seconds",
 			Help:    "Latency of JSON-RPC calls that reached an upstream.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"chain", "method"}),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "govgate_rpc_inflight",
+			Help: "JSON-RPC calls holding one of the chain's max_concurrency slots.",
+		}, []string{"chain"}),
+		waiting: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "govgate_rpc_throttled_seconds_total",
+			Help: "Time calls waited for a concurrency slot or the requests_per_second limiter.",
+		}, []string{"chain"}),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "govgate_rpc_rate_limited_total",
+			Help: "Calls that every upstream refused with a rate limit (HTTP 429 or its JSON-RPC form), and that waited to be tried again.",
+		}, []string{"chain"}),
 	}
 }
 
 // Collectors returns the collectors to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests, m.duration}
+	return []prometheus.Collector{m.requests, m.duration, m.inflight, m.waiting, m.limited}
+}
+
+func (m *Metrics) waited(chainID uint64, d time.Duration, inflight int) {
+	if m == nil {
+		return
+	}
+	chain := strconv.FormatUint(chainID, 10)
+	m.inflight.WithLabelValues(chain).Set(float64(inflight))
+	if d > 0 {
+		m.waiting.WithLabelValues(chain).Add(d.Seconds())
+	}
+}
+
+func (m *Metrics) rateLimited(chainID uint64, _ time.Duration) {
+	if m != nil {
+		m.limited.WithLabelValues(strconv.FormatUint(chainID, 10)).Inc()
+	}
 }
 
 func (m *Metrics) observe(chainID uint64, u *upstream, method, outcome string, d time.Duration) {

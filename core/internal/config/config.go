@@ -449,23 +449,11 @@ func (c *Config) Validate() error {
 	slugs := map[string]bool{}
 	for i, dao := range c.DAOs {
 		field := fmt.Sprintf("daos[%d]", i)
-		switch {
-		case !core.ValidSlug(dao.Slug):
-			return bad(field+".slug", "want lowercase letters, digits and hyphens, got %q", dao.Slug)
-		case slugs[dao.Slug]:
+		if fe := dao.Check(); fe != nil {
+			return bad(field+"."+fe.Field, "%s", fe.Message)
+		}
+		if slugs[dao.Slug] {
 			return bad(field+".slug", "%q listed twice", dao.Slug)
-		case dao.Name == "":
-			return bad(field+".name", "required")
-		case dao.ChainID == 0:
-			return bad(field+".chain_id", "required")
-		case !isHexAddress(dao.Governor):
-			return bad(field+".governor", "want a 0x-prefixed 20-byte hex address, got %q", dao.Governor)
-		case !dao.Kind.Valid():
-			return bad(field+".kind", "want oz-governor, governor-bravo or governor-alpha, got %q", dao.Kind)
-		case dao.NotifyHistory && dao.NotifyFromBlock > 0:
-			return bad(field+".notify_from_block", "set notify_from_block or notify_history, not both")
-		case dao.NotifyFromBlock > 0 && dao.NotifyFromBlock < dao.StartBlock:
-			return bad(field+".notify_from_block", "%d is below start_block %d", dao.NotifyFromBlock, dao.StartBlock)
 		}
 		slugs[dao.Slug] = true
 	}

@@ -14,8 +14,10 @@
 //	gateway   fail: every upstream's breaker open (or no upstream);
 //	          warn: some breaker open or half-open
 //	chainHead warn: head unknown yet, or older than HeadStaleAfter
-//	indexer   fail: stalled (no successful poll, or no progress while
-//	                behind, for StalledAfter); warn: syncing, lagging (more
+//	indexer   fail: a fault (the chain refutes the DAO, or the RPC serves
+//	                another chain), or stalled (no successful poll, or no
+//	                progress while behind, for StalledAfter); warn: syncing,
+//	                lagging (more
 //	                than LaggingBlocks or LaggingAfter behind), or no status
 //
 // HTTPStatus maps pass and warn to 200 and fail to 503.
@@ -173,6 +175,7 @@ type IndexerStatus struct {
 	NotifyFromBlock      uint64
 	LastError            string
 	LastErrorAt          time.Time
+	Fault                string
 }
 
 // Sources are what the monitor reads. Upstreams and Indexer are called on
@@ -235,10 +238,14 @@ type IndexerCheck struct {
 	Backfill *core.Backfill `json:"backfill,omitempty"`
 	// NotifyFromBlock is the first block whose changes are pushed to
 	// webhooks (0: all); history below it is served, not pushed.
-	NotifyFromBlock uint64          `json:"notifyFromBlock"`
-	LastError       string          `json:"lastError,omitempty"`
-	Thresholds      ThresholdValues `json:"thresholds"`
-	Output          string          `json:"output,omitempty"`
+	NotifyFromBlock uint64 `json:"notifyFromBlock"`
+	LastError       string `json:"lastError,omitempty"`
+	// Fault is what stops the DAO's indexing until the operator acts (a
+	// governor without code or of another kind, a voting token not found,
+	// an RPC serving another chain); the check fails with it.
+	Fault      string          `json:"fault,omitempty"`
+	Thresholds ThresholdValues `json:"thresholds"`
+	Output     string          `json:"output,omitempty"`
 }
 
 // ThresholdValues are the thresholds in force, in JSON-friendly units.
@@ -275,7 +282,7 @@ type Options struct {
 // Monitor keeps every DAO's Snapshot fresh. Snapshot and JSON are safe for
 // concurrent use and never block.
 type Monitor struct {
-	daos    []core.DAO
+	daos    core.DAOCatalog
 	src     Sources
 	cfg     Config
 	log     *slog.Logger
@@ -300,8 +307,9 @@ type dbResult struct {
 	at      time.Time
 }
 
-// NewMonitor returns a monitor of daos. Call Run to keep it fresh.
-func NewMonitor(daos []core.DAO, src Sources, cfg Config, opts Options) (*Monitor, error) {
+// NewMonitor returns a monitor of the catalog's DAOs, which may change at
+// run time (each refresh takes the list in force). Call Run to keep it fresh.
+func NewMonitor(daos core.DAOCatalog, src Sources, cfg Config, opts Options) (*Monitor, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -385,9 +393,12 @@ func (m *Monitor) JSON(dao string) (body []byte, status int, ok bool) {
 // Snapshots returns every DAO's latest document, in configured order.
 func (m *Monitor) Snapshots() []Snapshot {
 	docs := *m.docs.Load()
-	out := make([]Snapshot, 0, len(m.daos))
-	for _, d := range m.daos {
-		out = append(out, docs[d.Slug].snap)
+	list := m.daos.DAOs()
+	out := make([]Snapshot, 0, len(list))
+	for _, d := range list {
+		if doc, ok := docs[d.Slug]; ok {
+			out = append(out, doc.snap)
+		}
 	}
 	return out
 }
@@ -407,8 +418,9 @@ func (m *Monitor) Refresh() {
 	now := m.now()
 	dbCheck := m.databaseCheck(now)
 	upstreams := map[uint64][]Upstream{}
-	docs := make(map[string]*doc, len(m.daos))
-	for _, d := range m.daos {
+	list := m.daos.DAOs()
+	docs := make(map[string]*doc, len(list))
+	for _, d := range list {
 		ups, ok := upstreams[d.ChainID]
 		if !ok {
 			ups = m.src.Upstreams(d.ChainID)
@@ -517,6 +529,12 @@ func (m *Monitor) indexerCheck(st IndexerStatus, found bool, now time.Time) Inde
 	c.LastIndexedAt, c.Leader, c.LastError = st.LastIndexedAt, st.Leader, st.LastError
 	c.Backfill, c.NotifyFromBlock = st.Backfill, st.NotifyFromBlock
 	c.State = m.classify(st, now)
+	if st.Fault != "" {
+		// The chain refutes the DAO, or the RPC serves another chain:
+		// indexing cannot go on until the operator acts.
+		c.Status, c.Fault, c.Output = Fail, st.Fault, st.Fault
+		return c
+	}
 	switch c.State {
 	case StateStalled:
 		c.Status, c.Output = Fail, "stalled"

@@ -92,7 +92,7 @@ func TestRules(t *testing.T) {
 			t.Parallel()
 			clock := &fakeClock{}
 			clock.t.Store(t0.UnixNano())
-			m, err := health.NewMonitor([]core.DAO{dao}, health.Sources{
+			m, err := health.NewMonitor(core.FixedDAOs{dao}, health.Sources{
 				PingDB:    func(context.Context) error { return tt.ping },
 				Upstreams: func(uint64) []health.Upstream { return tt.ups },
 				Indexer: func(string) (health.IndexerStatus, bool) {
@@ -147,7 +147,7 @@ func TestRules(t *testing.T) {
 func TestHangingDatabaseDoesNotBlock(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
-	m, err := health.NewMonitor([]core.DAO{dao}, health.Sources{
+	m, err := health.NewMonitor(core.FixedDAOs{dao}, health.Sources{
 		PingDB:    func(context.Context) error { <-block; return nil }, // ignores its context
 		Upstreams: func(uint64) []health.Upstream { return []health.Upstream{{State: "closed"}} },
 		Indexer:   func(string) (health.IndexerStatus, bool) { return health.IndexerStatus{}, false },
@@ -244,7 +244,7 @@ func TestUpstreamOutage(t *testing.T) {
 	go r.Run(ctx)
 
 	// The wiring core/cmd/govgate does: conversions, no adapters.
-	m, err := health.NewMonitor(c.DAOs(), health.Sources{
+	m, err := health.NewMonitor(core.FixedDAOs(c.DAOs()), health.Sources{
 		PingDB: func(context.Context) error { return nil },
 		Upstreams: func(uint64) []health.Upstream {
 			var out []health.Upstream
@@ -297,24 +297,42 @@ func containsSecret(b []byte) bool {
 }
 
 // cursorStore is the least of an indexer.Store that lets a runner index
-// governors without events: cursors and block refs. The full reference
-// store is core/internal/indexer's memStore.
+// governors without events: cursors, the shared cursor and block refs. The
+// full reference store is core/internal/indexer's memStore.
 type cursorStore struct {
 	mu      sync.Mutex
-	cursors map[string]indexer.Cursor
+	cursors map[string]core.DAOCursor
+	shared  *indexer.Cursor
 	blocks  map[uint64]string
 }
 
 func newStore() *cursorStore {
-	return &cursorStore{cursors: map[string]indexer.Cursor{}, blocks: map[uint64]string{}}
+	return &cursorStore{cursors: map[string]core.DAOCursor{}, blocks: map[uint64]string{}}
 }
 
-func (s *cursorStore) Cursor(_ context.Context, dao string) (indexer.Cursor, bool, error) {
+func (s *cursorStore) SharedCursor(context.Context, uint64) (indexer.Cursor, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.cursors[dao]
-	return c, ok, nil
+	if s.shared == nil {
+		return indexer.Cursor{}, false, nil
+	}
+	return *s.shared, true, nil
 }
+
+func (s *cursorStore) Cursors(context.Context, uint64) (map[string]core.DAOCursor, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]core.DAOCursor{}
+	for k, c := range s.cursors {
+		if c.Joined && s.shared != nil {
+			c.Block, c.Hash = s.shared.Block, s.shared.Hash
+		}
+		out[k] = c
+	}
+	return out, nil
+}
+
+func (s *cursorStore) OpenDAOs(context.Context, uint64) ([]string, error) { return nil, nil }
 
 func (s *cursorStore) RecentBlocks(_ context.Context, _ uint64, limit int) ([]indexer.BlockRef, error) {
 	s.mu.Lock()
@@ -335,7 +353,7 @@ func (s *cursorStore) OpenProposals(context.Context, string) ([]indexer.Proposal
 	return nil, nil
 }
 
-func (s *cursorStore) ApplyBatch(_ context.Context, b indexer.Batch) error {
+func (s *cursorStore) ApplyBatches(_ context.Context, b core.ChainBatch) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range b.Blocks {
@@ -346,8 +364,21 @@ func (s *cursorStore) ApplyBatch(_ context.Context, b indexer.Batch) error {
 			delete(s.blocks, n)
 		}
 	}
-	s.cursors[b.DAO] = b.Cursor
-	return nil
+	for _, d := range b.DAOs {
+		if !d.Joined {
+			s.cursors[d.DAO] = core.DAOCursor{Cursor: d.Cursor}
+		}
+	}
+	for _, slug := range b.Join {
+		c := s.cursors[slug]
+		c.Joined = true
+		s.cursors[slug] = c
+	}
+	if b.Shared != nil {
+		next := b.Shared.Next
+		s.shared = &next
+	}
+	return nil, nil
 }
 
 func (s *cursorStore) Rollback(_ context.Context, _ uint64, to indexer.BlockRef) error {
@@ -358,10 +389,14 @@ func (s *cursorStore) Rollback(_ context.Context, _ uint64, to indexer.BlockRef)
 			delete(s.blocks, n)
 		}
 	}
-	for dao, c := range s.cursors {
-		if c.Block > to.Number {
-			s.cursors[dao] = indexer.Cursor{Block: to.Number, Hash: to.Hash}
+	for k, c := range s.cursors {
+		if !c.Joined && c.Block > to.Number {
+			c.Block, c.Hash = to.Number, to.Hash
+			s.cursors[k] = c
 		}
+	}
+	if s.shared != nil && s.shared.Block > to.Number {
+		s.shared = &indexer.Cursor{Block: to.Number, Hash: to.Hash}
 	}
 	return nil
 }
@@ -379,7 +414,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 // BenchmarkSnapshotJSON is the cost of serving one health document.
 func BenchmarkSnapshotJSON(b *testing.B) {
-	m, err := health.NewMonitor([]core.DAO{dao}, health.Sources{
+	m, err := health.NewMonitor(core.FixedDAOs{dao}, health.Sources{
 		PingDB:    func(context.Context) error { return nil },
 		Upstreams: func(uint64) []health.Upstream { return []health.Upstream{{State: "closed"}} },
 		Indexer:   func(string) (health.IndexerStatus, bool) { return health.IndexerStatus{}, false },

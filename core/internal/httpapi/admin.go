@@ -33,10 +33,13 @@ type AdminStore interface {
 
 // AdminConfig configures NewAdmin.
 type AdminConfig struct {
-	Store  AdminStore
-	DAOs   []core.DAO
-	Token  string // empty: every admin request is refused
-	Logger *slog.Logger
+	Store AdminStore
+	// DAOs is the catalog in force; DAOAdmin, when set, changes it (the
+	// admin API's DAO operations), else they answer unavailable.
+	DAOs     core.DAOCatalog
+	DAOAdmin DAOAdmin
+	Token    string // empty: every admin request is refused
+	Logger   *slog.Logger
 	// Metrics serves GET /metrics (Prometheus), behind the same token.
 	Metrics http.Handler
 	// Routes adds more authenticated routes under /admin/api (plugins, health).
@@ -66,9 +69,9 @@ func BearerToken(r *http.Request) string {
 func NewAdmin(cfg AdminConfig) http.Handler {
 	log := cfg.Logger
 	e := newEngine(log)
-	daos := map[string]bool{}
-	for _, d := range cfg.DAOs {
-		daos[d.Slug] = true
+	daos := cfg.DAOs
+	if daos == nil {
+		daos = core.FixedDAOs{}
 	}
 	auth := func(c *gin.Context) {
 		if cfg.Token == "" {
@@ -240,14 +243,14 @@ func NewAdmin(cfg AdminConfig) http.Handler {
 		}
 		c.JSON(http.StatusOK, gin.H{"queueDepth": st.Depth, "oldestPendingSeconds": st.OldestPendingAge.Seconds(), "deliveriesByState": st.ByState})
 	})
-	api.GET("/daos", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"items": cfg.DAOs}) })
+	daoRoutes(api, daos, cfg.DAOAdmin, log)
 	for _, add := range cfg.Routes {
 		add(api)
 	}
 	return e
 }
 
-func notificationFromBody(c *gin.Context, daos map[string]bool) (core.Notification, error) {
+func notificationFromBody(c *gin.Context, daos core.DAOCatalog) (core.Notification, error) {
 	obj, err := readJSONObject(c, MaxNotificationBody)
 	if err != nil {
 		return core.Notification{}, err
@@ -263,7 +266,7 @@ func notificationFromBody(c *gin.Context, daos map[string]bool) (core.Notificati
 	if err != nil {
 		return core.Notification{}, err
 	}
-	if !daos[dao] {
+	if _, ok := daos.DAO(dao); !ok {
 		return core.Notification{}, core.Errorf(core.ECodeInvalidRequest, "dao %q is not configured (GET /daos lists them)", dao)
 	}
 	data, ok := obj["data"]

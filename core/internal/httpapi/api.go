@@ -18,7 +18,9 @@ type HealthSource interface {
 
 // APIConfig configures NewAPI.
 type APIConfig struct {
-	DAOs   []core.DAO
+	// DAOs is the catalog in force: DAOs added or removed at run time are
+	// served or refused at once.
+	DAOs   core.DAOCatalog
 	Health HealthSource
 	Logger *slog.Logger
 	// Routes adds more routes (proposals).
@@ -31,17 +33,13 @@ func NewAPI(cfg APIConfig) http.Handler {
 	e := newEngine(log)
 	daos := cfg.DAOs
 	if daos == nil {
-		daos = []core.DAO{}
-	}
-	known := map[string]bool{}
-	for _, d := range daos {
-		known[d.Slug] = true
+		daos = core.FixedDAOs{}
 	}
 	e.GET("/openapi.yaml", serveOpenAPI)
-	e.GET("/daos", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"items": daos}) })
+	e.GET("/daos", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"items": publicDAOs(daos.DAOs())}) })
 	e.GET("/:dao/health", func(c *gin.Context) {
 		slug := c.Param("dao")
-		if !known[slug] {
+		if _, ok := daos.DAO(slug); !ok {
 			writeError(c, log, core.Errorf(core.ECodeUnknownDAO, "unknown dao %q (GET /daos lists them)", slug))
 			return
 		}
@@ -61,4 +59,15 @@ func NewAPI(cfg APIConfig) http.Handler {
 		add(e)
 	}
 	return e
+}
+
+// publicDAOs is the DAO list as GET /daos serves it: where each DAO is
+// defined is the admin's business.
+func publicDAOs(list []core.DAO) []core.DAO {
+	out := make([]core.DAO, len(list))
+	for i, d := range list {
+		d.Source = ""
+		out[i] = d
+	}
+	return out
 }

@@ -28,7 +28,7 @@ func (healthSource) JSON(dao string) ([]byte, int, bool) {
 func TestRESTAPI(t *testing.T) {
 	t.Parallel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: daos, Health: healthSource{}, Logger: log}))
+	srv := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(daos), Health: healthSource{}, Logger: log}))
 	t.Cleanup(srv.Close)
 	noHealth := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{Logger: log}))
 	t.Cleanup(noHealth.Close)

@@ -48,7 +48,7 @@ type snapshotPower struct {
 // DelegateRoutes returns the delegate routes for APIConfig.Routes:
 // GET /{dao}/delegates, /{dao}/delegates/{address}, /{dao}/accounts/{address}
 // and /{dao}/power.
-func DelegateRoutes(r DelegateReader, daos []core.DAO, log *slog.Logger) func(e *gin.Engine) {
+func DelegateRoutes(r DelegateReader, daos core.DAOCatalog, log *slog.Logger) func(e *gin.Engine) {
 	dao := daoParam(daos, log)
 	address := func(c *gin.Context) (string, bool) {
 		a := c.Param("address")

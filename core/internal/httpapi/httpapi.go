@@ -51,6 +51,9 @@ type ErrorBody struct {
 type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Field names the input field at fault, where one is (the admin
+	// page shows the message under it).
+	Field string `json:"field,omitempty"`
 }
 
 // writeError answers err in the error format. Errors that are not a
@@ -65,7 +68,12 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 	if !errors.As(err, &ce) || status >= 500 {
 		log.Error("request failed", "method", c.Request.Method, "path", c.FullPath(), "err", err)
 	}
-	c.AbortWithStatusJSON(status, ErrorBody{Error: ErrorDetail{Code: code, Message: msg}})
+	detail := ErrorDetail{Code: code, Message: msg}
+	var fe *core.FieldError
+	if errors.As(err, &fe) && status < 500 {
+		detail.Field = fe.Field
+	}
+	c.AbortWithStatusJSON(status, ErrorBody{Error: detail})
 }
 
 // newEngine returns a gin engine with govgate's common behaviour: panics

@@ -142,7 +142,7 @@ func newEnv(t *testing.T, b backend, o options) *env {
 		RatePerMinute: o.ratePerMinute, Burst: o.burst, Logger: log, AdminToken: token, DAOs: daos,
 	}))
 	t.Cleanup(e.webhooks.Close)
-	e.admin = httptest.NewServer(httpapi.NewAdmin(httpapi.AdminConfig{Store: s, DAOs: daos, Token: token, Logger: log}))
+	e.admin = httptest.NewServer(httpapi.NewAdmin(httpapi.AdminConfig{Store: s, DAOs: core.FixedDAOs(daos), Token: token, Logger: log}))
 	t.Cleanup(e.admin.Close)
 	return e
 }

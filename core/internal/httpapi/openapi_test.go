@@ -127,7 +127,7 @@ func startMonitor(t *testing.T, s *store.Store, log *slog.Logger) *health.Monito
 		return st, true
 	}
 	cfg := health.Config{Interval: 50 * time.Millisecond, Thresholds: health.Thresholds{DBSlowAfter: time.Minute}}
-	mon, err := health.NewMonitor(specDAOs[:3], health.Sources{PingDB: s.Ping, Upstreams: upstreams, Indexer: indexer}, cfg, health.Options{Logger: log})
+	mon, err := health.NewMonitor(core.FixedDAOs(specDAOs[:3]), health.Sources{PingDB: s.Ping, Upstreams: upstreams, Indexer: indexer}, cfg, health.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,12 +220,13 @@ type specTarget struct {
 	router   routers.Router
 	api      *httptest.Server
 	webhooks *httptest.Server
+	admin    *httptest.Server // nil: no admin cases
 
 	mu      sync.Mutex
 	checked map[string]bool // "operation status media-type" seen valid
 }
 
-func newSpecTarget(t *testing.T, api, webhooks *httptest.Server) *specTarget {
+func newSpecTarget(t *testing.T, api, webhooks *httptest.Server, admin ...*httptest.Server) *specTarget {
 	t.Helper()
 	doc, raw := loadSpec(t)
 	point := func(servers openapi3.Servers) {
@@ -235,6 +236,9 @@ func newSpecTarget(t *testing.T, api, webhooks *httptest.Server) *specTarget {
 			}
 			if v := s.Variables["webhook_url"]; v != nil {
 				v.Default = webhooks.URL
+			}
+			if v := s.Variables["admin_url"]; v != nil && len(admin) > 0 {
+				v.Default = admin[0].URL
 			}
 		}
 	}
@@ -246,7 +250,11 @@ func newSpecTarget(t *testing.T, api, webhooks *httptest.Server) *specTarget {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &specTarget{doc: doc, raw: raw, router: router, api: api, webhooks: webhooks, checked: map[string]bool{}}
+	tg := &specTarget{doc: doc, raw: raw, router: router, api: api, webhooks: webhooks, checked: map[string]bool{}}
+	if len(admin) > 0 {
+		tg.admin = admin[0]
+	}
+	return tg
 }
 
 // documented lists every response the document describes, as
@@ -300,6 +308,7 @@ type listener int
 const (
 	onAPI listener = iota
 	onWebhooks
+	onAdmin
 )
 
 // specCase is one request and the status the real handler must answer.
@@ -333,8 +342,11 @@ func newRequest(t *testing.T, method, url string, header map[string]string, body
 func (tg *specTarget) run(t *testing.T, c specCase) {
 	t.Helper()
 	srv := tg.api
-	if c.on == onWebhooks {
+	switch c.on {
+	case onWebhooks:
 		srv = tg.webhooks
+	case onAdmin:
+		srv = tg.admin
 	}
 	url := srv.URL + c.path
 	r := do(t, srv.Client(), c.method, url, c.header, c.body)
@@ -354,7 +366,9 @@ func (tg *specTarget) run(t *testing.T, c specCase) {
 	case err != nil:
 		t.Fatalf("find route: %v", err)
 	default:
-		in = &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route}
+		in = &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+			// The server checks the admin token; the cases say what it answers.
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
 		err := openapi3filter.ValidateRequest(ctx, in)
 		switch {
 		case c.req == reqValid && err != nil:
@@ -466,12 +480,24 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		seedProposals(t, e.store)
 		mon := startMonitor(t, e.store, log)
-		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: specDAOs, Health: mon, Logger: log,
-			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(httpapi.WithActions(e.store, specDecoder(t)), specDAOs, log), httpapi.DelegateRoutes(e.store, specDAOs, log)}}))
+		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(specDAOs), Health: mon, Logger: log,
+			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(httpapi.WithActions(e.store, specDecoder(t)), core.FixedDAOs(specDAOs), log), httpapi.DelegateRoutes(e.store, core.FixedDAOs(specDAOs), log)}}))
 		t.Cleanup(api.Close)
-		tg := newSpecTarget(t, api, e.webhooks)
+		catalog := core.NewLiveDAOs(nil)
+		admin := httptest.NewServer(httpapi.NewAdmin(httpapi.AdminConfig{Store: e.store, DAOs: catalog,
+			DAOAdmin: &specDAOAdmin{st: e.store, catalog: catalog}, Token: adminToken, Logger: log}))
+		t.Cleanup(admin.Close)
+		if err := e.store.SeedDAOs(context.Background(), specDAOs[:1]); err != nil {
+			t.Fatal(err)
+		}
+		(&specDAOAdmin{st: e.store, catalog: catalog}).reload(t.Context())
+		tg := newSpecTarget(t, api, e.webhooks, admin)
 
 		const hook = "https://hooks.example.com/govgate"
+		const noCode = "0x000000000000000000000000000000000000dEaD"
+		bearer := map[string]string{"Authorization": "Bearer " + adminToken}
+		adminJSON := map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"}
+		newDAO := `{"slug":"added","name":"Added","chainId":1,"governor":"0x408ED6354d4973f66138C91495F2f2FCbd8724C3","kind":"oz-governor","startBlock":5,"notifyFromBlock":0}`
 		body := func(url string) string { return mustJSON(t, map[string]string{"url": url}) }
 		big := `{"url": "` + hook + `", "pad": "` + strings.Repeat("x", httpapi.MaxRequestBody) + `"}`
 		textType := map[string]string{"Content-Type": "text/plain"}
@@ -555,6 +581,30 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 			{name: "document from the webhook service", on: onWebhooks, method: "GET", path: "/openapi.yaml", status: 200, check: tg.wantDocument},
 			{name: "DELETE document", on: onWebhooks, method: "DELETE", path: "/openapi.yaml", status: 405},
 			{name: "daos on the webhook service", on: onWebhooks, method: "GET", path: "/daos", status: 404},
+
+			// The admin API's DAO operations (a store-backed DAOAdmin whose
+			// chain check is the test's: the real one is e2e's).
+			{name: "admin daos", on: onAdmin, method: "GET", path: "/admin/api/daos", header: bearer, status: 200, check: wantItems("items", 1)},
+			{name: "admin daos without the token", on: onAdmin, method: "GET", path: "/admin/api/daos", status: 401, req: reqAny},
+			{name: "add a dao without the token", on: onAdmin, method: "POST", path: "/admin/api/daos", header: jsonType, body: newDAO, status: 401, req: reqAny},
+			{name: "add a dao as text", on: onAdmin, method: "POST", path: "/admin/api/daos", header: map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "text/plain"}, body: newDAO, status: 415, req: reqAny},
+			{name: "add a dao of broken JSON", on: onAdmin, method: "POST", path: "/admin/api/daos", header: adminJSON, body: `{"slug":`, status: 400, req: reqInvalid},
+			{name: "add a dao whose governor is no address", on: onAdmin, method: "POST", path: "/admin/api/daos", header: adminJSON, body: strings.Replace(newDAO, `"0x408ED6354d4973f66138C91495F2f2FCbd8724C3"`, `"0x12"`, 1), status: 422, req: reqInvalid, check: wantField("error.field", "governor")},
+			{name: "add a dao whose governor has no code", on: onAdmin, method: "POST", path: "/admin/api/daos", header: adminJSON, body: strings.Replace(newDAO, `"0x408ED6354d4973f66138C91495F2f2FCbd8724C3"`, `"`+noCode+`"`, 1), status: 422, req: reqAny, check: wantField("error.field", "governor")},
+			{name: "add a dao whose chain is down", on: onAdmin, method: "POST", path: "/admin/api/daos", header: adminJSON, body: strings.Replace(newDAO, `"chainId":1`, `"chainId":9`, 1), status: 503, req: reqAny},
+			{name: "add a dao", on: onAdmin, method: "POST", path: "/admin/api/daos", header: adminJSON, body: newDAO, status: 201, check: wantField("source", "api")},
+			{name: "admin dao", on: onAdmin, method: "GET", path: "/admin/api/daos/added", header: bearer, status: 200, check: wantField("name", "Added")},
+			{name: "admin dao without the token", on: onAdmin, method: "GET", path: "/admin/api/daos/added", status: 401, req: reqAny},
+			{name: "admin unknown dao", on: onAdmin, method: "GET", path: "/admin/api/daos/nope", header: bearer, status: 404},
+			{name: "change a dao", on: onAdmin, method: "PUT", path: "/admin/api/daos/added", header: adminJSON, body: strings.Replace(newDAO, `"Added"`, `"Renamed"`, 1), status: 200, check: wantField("name", "Renamed")},
+			{name: "change a dao without the token", on: onAdmin, method: "PUT", path: "/admin/api/daos/added", header: jsonType, body: newDAO, status: 401, req: reqAny},
+			{name: "change a dao of the file", on: onAdmin, method: "PUT", path: "/admin/api/daos/healthy", header: adminJSON, body: strings.Replace(newDAO, `"added"`, `"healthy"`, 1), status: 409, req: reqAny},
+			{name: "change an unknown dao", on: onAdmin, method: "PUT", path: "/admin/api/daos/nope", header: adminJSON, body: strings.Replace(newDAO, `"added"`, `"nope"`, 1), status: 404},
+			{name: "change a dao's kind to none", on: onAdmin, method: "PUT", path: "/admin/api/daos/added", header: adminJSON, body: strings.Replace(newDAO, `"oz-governor"`, `"alpha"`, 1), status: 422, req: reqInvalid, check: wantField("error.field", "kind")},
+			{name: "remove a dao of the file", on: onAdmin, method: "DELETE", path: "/admin/api/daos/healthy", header: bearer, status: 409},
+			{name: "remove a dao without the token", on: onAdmin, method: "DELETE", path: "/admin/api/daos/added", status: 401, req: reqAny},
+			{name: "remove a dao", on: onAdmin, method: "DELETE", path: "/admin/api/daos/added", header: bearer, status: 204},
+			{name: "remove it again", on: onAdmin, method: "DELETE", path: "/admin/api/daos/added", header: bearer, status: 404},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) { tg.run(t, c) })
@@ -568,8 +618,8 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		// A store that fails: every store-backed route answers 500.
 		broken, _ := b.open(t, log)
 		broken.Close()
-		brokenAPI := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: specDAOs, Health: mon, Logger: log,
-			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(broken, specDAOs, log), httpapi.DelegateRoutes(broken, specDAOs, log)}}))
+		brokenAPI := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(specDAOs), Health: mon, Logger: log,
+			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(broken, core.FixedDAOs(specDAOs), log), httpapi.DelegateRoutes(broken, core.FixedDAOs(specDAOs), log)}}))
 		t.Cleanup(brokenAPI.Close)
 		brokenHooks := httptest.NewServer(httpapi.NewWebhookService(httpapi.WebhookServiceConfig{
 			Registry: broken, NewSecret: signing.NewSecret, RatePerMinute: 1e6, Burst: 1000, Logger: log}))
@@ -738,5 +788,86 @@ func TestOpenAPINotificationSchema(t *testing.T) {
 				t.Fatal("accepted")
 			}
 		})
+	}
+}
+
+// specDAOAdmin is a DAOAdmin over the real store whose check of a DAO
+// against its chain is the test's: a governor at 0x…dEaD holds no code,
+// chain 9 does not answer. e2e tests the real check on a real chain.
+type specDAOAdmin struct {
+	st      *store.Store
+	catalog *core.LiveDAOs
+}
+
+func (a *specDAOAdmin) check(d core.DAO) error {
+	switch {
+	case strings.EqualFold(d.Governor, "0x000000000000000000000000000000000000dEaD"):
+		return httpapi.FieldErr(&core.FieldError{Field: "governor", Message: "no contract at " + d.Governor})
+	case d.ChainID == 9:
+		return core.Errorf(core.ECodeUnavailable, "chain 9 did not answer to check the dao; try again")
+	}
+	return nil
+}
+
+func (a *specDAOAdmin) reload(ctx context.Context) error {
+	list, _, err := a.st.DAOs(ctx)
+	if err == nil {
+		a.catalog.Replace(list)
+	}
+	return err
+}
+
+func (a *specDAOAdmin) CreateDAO(ctx context.Context, d core.DAO) (core.DAO, error) {
+	if err := a.check(d); err != nil {
+		return core.DAO{}, err
+	}
+	out, err := a.st.CreateDAO(ctx, d)
+	if err != nil {
+		return core.DAO{}, err
+	}
+	return out, a.reload(ctx)
+}
+
+func (a *specDAOAdmin) UpdateDAO(ctx context.Context, d core.DAO) (core.DAO, error) {
+	if err := a.check(d); err != nil {
+		return core.DAO{}, err
+	}
+	out, err := a.st.UpdateDAO(ctx, d)
+	if err != nil {
+		return core.DAO{}, err
+	}
+	return out, a.reload(ctx)
+}
+
+func (a *specDAOAdmin) DeleteDAO(ctx context.Context, slug string) error {
+	if err := a.st.DeleteDAO(ctx, slug); err != nil {
+		return err
+	}
+	return a.reload(ctx)
+}
+
+// TestEveryServedKindIsDocumented compares the governor kinds govgate
+// serves (and accepts) with the OpenAPI document's enum.
+func TestEveryServedKindIsDocumented(t *testing.T) {
+	doc, _ := loadSpec(t)
+	var enum []string
+	for _, v := range doc.Components.Schemas["GovernorKind"].Value.Enum {
+		enum = append(enum, fmt.Sprint(v))
+	}
+	served := core.GovernorKindNames()
+	slices.Sort(enum)
+	slices.Sort(served)
+	if !slices.Equal(enum, served) {
+		t.Fatalf("the document's kinds %v, govgate's %v", enum, served)
+	}
+	// Each served DAO's kind validates against the DAO schema.
+	for _, k := range core.GovernorKinds {
+		d := core.DAO{Slug: "k", Name: "K", ChainID: 1, Governor: "0x408ED6354d4973f66138C91495F2f2FCbd8724C3", Kind: k}
+		raw, _ := json.Marshal(d)
+		var v any
+		json.Unmarshal(raw, &v)
+		if err := doc.Components.Schemas["DAO"].Value.VisitJSON(v); err != nil {
+			t.Errorf("a %s DAO does not match the document: %v", k, err)
+		}
 	}
 }

@@ -21,7 +21,7 @@ type ProposalReader interface {
 
 // ProposalRoutes returns GET /proposals (every DAO's), GET /{dao}/proposals
 // and GET /{dao}/proposals/{id} for APIConfig.Routes.
-func ProposalRoutes(r ProposalReader, daos []core.DAO, log *slog.Logger) func(e *gin.Engine) {
+func ProposalRoutes(r ProposalReader, daos core.DAOCatalog, log *slog.Logger) func(e *gin.Engine) {
 	dao := daoParam(daos, log)
 	list := func(c *gin.Context, slug string) {
 		p, err := pageOf(c)
@@ -85,15 +85,11 @@ func ProposalRoutes(r ProposalReader, daos []core.DAO, log *slog.Logger) func(e 
 }
 
 // daoParam returns a function that reads the {dao} of a route, writing
-// unknown_dao and returning false for a slug that is not configured.
-func daoParam(daos []core.DAO, log *slog.Logger) func(c *gin.Context) (string, bool) {
-	known := map[string]bool{}
-	for _, d := range daos {
-		known[d.Slug] = true
-	}
+// unknown_dao and returning false for a slug the catalog does not have now.
+func daoParam(daos core.DAOCatalog, log *slog.Logger) func(c *gin.Context) (string, bool) {
 	return func(c *gin.Context) (string, bool) {
 		slug := c.Param("dao")
-		if !known[slug] {
+		if _, ok := daos.DAO(slug); !ok {
 			writeError(c, log, core.Errorf(core.ECodeUnknownDAO, "unknown dao %q (GET /daos lists them)", slug))
 			return "", false
 		}

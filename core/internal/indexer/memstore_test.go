@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -20,15 +21,30 @@ type memStore struct {
 	votes         map[voteKey]Vote                 // unique (chain, tx, log index)
 	notifications []core.Notification              // in insertion order
 	notified      map[string]bool                  // notification ids
-	failApply     func(b Batch) error              // fault injection
-	applied       int                              // batches applied
+	failApply     func(b Batch) error              // fault injection, per part
+	applied       int                              // chain batches applied
 	rollbacks     int
 	chainOf       map[string]uint64 // DAO → chain
+	shared        map[uint64]Cursor // chain → shared cursor
+	orphaned      map[string]bool   // notification ids a rollback orphaned
+	orphanNotices []string          // one per orphaned notification, in order
 }
 
 type memCursor struct {
 	chainID uint64
 	c       Cursor
+	joined  bool
+}
+
+func (s *memStore) Cursor(_ context.Context, dao string) (Cursor, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.cursors[dao]
+	if ok && c.joined {
+		sh := s.shared[c.chainID]
+		c.c.Block, c.c.Hash = sh.Block, sh.Hash
+	}
+	return c.c, ok, nil
 }
 
 type voteKey struct {
@@ -46,14 +62,9 @@ func newMemStore() *memStore {
 		votes:     map[voteKey]Vote{},
 		notified:  map[string]bool{},
 		chainOf:   map[string]uint64{},
+		shared:    map[uint64]Cursor{},
+		orphaned:  map[string]bool{},
 	}
-}
-
-func (s *memStore) Cursor(_ context.Context, dao string) (Cursor, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.cursors[dao]
-	return c.c, ok, nil
 }
 
 func (s *memStore) RecentBlocks(_ context.Context, chainID uint64, limit int) ([]BlockRef, error) {
@@ -91,18 +102,122 @@ func (s *memStore) OpenProposals(_ context.Context, dao string) ([]Proposal, err
 	return out, nil
 }
 
-func (s *memStore) ApplyBatch(_ context.Context, b Batch) error {
+func (s *memStore) SharedCursor(_ context.Context, chainID uint64) (Cursor, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.shared[chainID]
+	return c, ok, nil
+}
+
+func (s *memStore) Cursors(_ context.Context, chainID uint64) (map[string]core.DAOCursor, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]core.DAOCursor{}
+	for dao, c := range s.cursors {
+		if c.chainID != chainID {
+			continue
+		}
+		dc := core.DAOCursor{Cursor: c.c, Joined: c.joined}
+		if sh, ok := s.shared[chainID]; ok && c.joined {
+			dc.Block, dc.Hash = sh.Block, sh.Hash
+		}
+		out[dao] = dc
+	}
+	return out, nil
+}
+
+func (s *memStore) OpenDAOs(_ context.Context, chainID uint64) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for dao, ps := range s.proposals {
+		for _, p := range ps {
+			if p.ChainID == chainID && (p.State == core.ProposalPending || p.State == core.ProposalActive || p.State == core.ProposalQueued) {
+				out = append(out, dao)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// ApplyBatches follows core.ChainBatch: the shared cursor fences the whole
+// batch, each part its own DAO; failApply, when set, fails the batch on a
+// part, as a database error would.
+func (s *memStore) ApplyBatches(_ context.Context, cb core.ChainBatch) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failApply != nil {
-		if err := s.failApply(b); err != nil {
-			return err
+		for _, b := range cb.DAOs {
+			if err := s.failApply(b); err != nil {
+				return nil, err
+			}
 		}
 	}
-	cur, found := s.cursors[b.DAO]
-	if (b.Prev == nil) != !found || (found && cur.c.Block != b.Prev.Block) {
-		return fmt.Errorf("dao %s: %w", b.DAO, ErrCursorMoved)
+	if cb.Shared != nil {
+		cur, found := s.shared[cb.ChainID]
+		if (cb.Shared.Prev == nil) != !found || (found && (cur.Block != cb.Shared.Prev.Block || cur.Hash != cb.Shared.Prev.Hash)) {
+			return nil, fmt.Errorf("chain %d: %w", cb.ChainID, ErrCursorMoved)
+		}
 	}
+	var dropped []string
+	kept := map[string]bool{}
+	for _, b := range cb.DAOs {
+		cur, found := s.cursors[b.DAO]
+		var ok bool
+		switch {
+		case b.Joined:
+			ok = found && cur.joined
+		case b.Prev == nil:
+			ok = !found
+		default:
+			ok = found && !cur.joined && cur.c.Block == b.Prev.Block && cur.c.Hash == b.Prev.Hash
+		}
+		if !ok {
+			dropped = append(dropped, b.DAO)
+			continue
+		}
+		kept[b.DAO] = true
+		s.applyContent(b)
+		if !b.Joined {
+			s.cursors[b.DAO] = memCursor{chainID: b.ChainID, c: b.Cursor}
+		}
+		s.chainOf[b.DAO] = b.ChainID
+	}
+	s.applied++
+	for _, dao := range cb.Join {
+		if kept[dao] {
+			c := s.cursors[dao]
+			c.joined = true
+			s.cursors[dao] = c
+		}
+	}
+	for _, dao := range cb.Leave {
+		if c, ok := s.cursors[dao]; ok && c.joined {
+			c.joined, c.c.Block, c.c.Hash = false, cb.Shared.Prev.Block, cb.Shared.Prev.Hash
+			s.cursors[dao] = c
+		}
+	}
+	if cb.Shared != nil {
+		s.shared[cb.ChainID] = cb.Shared.Next
+	}
+	if s.blocks[cb.ChainID] == nil {
+		s.blocks[cb.ChainID] = map[uint64]string{}
+	}
+	for _, r := range cb.Blocks {
+		s.blocks[cb.ChainID][r.Number] = r.Hash
+	}
+	if cb.PruneBelow > 0 {
+		for n := range s.blocks[cb.ChainID] {
+			if n < cb.PruneBelow {
+				delete(s.blocks[cb.ChainID], n)
+			}
+		}
+	}
+	return dropped, nil
+}
+
+func (s *memStore) applyContent(b Batch) {
 	if s.proposals[b.DAO] == nil {
 		s.proposals[b.DAO] = map[string]Proposal{}
 		s.revisions[b.DAO] = map[string][]Proposal{}
@@ -124,43 +239,26 @@ func (s *memStore) ApplyBatch(_ context.Context, b Batch) error {
 		}
 	}
 	for _, n := range b.Notifications {
+		if s.orphaned[n.ID] {
+			n.ID = n.ID + "~revived"
+		}
 		if !s.notified[n.ID] {
 			s.notified[n.ID] = true
 			s.notifications = append(s.notifications, n)
 		}
 	}
-	if s.blocks[b.ChainID] == nil {
-		s.blocks[b.ChainID] = map[uint64]string{}
-	}
-	for _, r := range b.Blocks {
-		s.blocks[b.ChainID][r.Number] = r.Hash
-	}
 	if b.PruneBelow > 0 {
-		for n := range s.blocks[b.ChainID] {
-			if n < b.PruneBelow {
-				delete(s.blocks[b.ChainID], n)
-			}
-		}
-		for dao, byID := range s.revisions {
-			if s.chainOf[dao] != b.ChainID {
-				continue
-			}
-			for id, revs := range byID {
-				// Keep the latest revision at or below PruneBelow.
-				keepFrom := 0
-				for i, r := range revs {
-					if r.UpdatedBlock <= b.PruneBelow {
-						keepFrom = i
-					}
+		for id, revs := range s.revisions[b.DAO] {
+			// Keep the latest revision at or below PruneBelow.
+			keepFrom := 0
+			for i, r := range revs {
+				if r.UpdatedBlock <= b.PruneBelow {
+					keepFrom = i
 				}
-				byID[id] = revs[keepFrom:]
 			}
+			s.revisions[b.DAO][id] = revs[keepFrom:]
 		}
 	}
-	s.cursors[b.DAO] = memCursor{chainID: b.ChainID, c: b.Cursor}
-	s.chainOf[b.DAO] = b.ChainID
-	s.applied++
-	return nil
 }
 
 func (s *memStore) Rollback(_ context.Context, chainID uint64, to BlockRef) error {
@@ -186,8 +284,19 @@ func (s *memStore) Rollback(_ context.Context, chainID uint64, to BlockRef) erro
 				s.proposals[dao][id] = revs[len(revs)-1] // the creation revision is at or below to
 			}
 		}
-		if c.c.Block > to.Number {
+		if c.c.Block > to.Number && !c.joined {
 			s.cursors[dao] = memCursor{chainID: chainID, c: Cursor{Block: to.Number, Hash: to.Hash, NotifyFrom: c.c.NotifyFrom}}
+		}
+	}
+	if sh, ok := s.shared[chainID]; ok && sh.Block > to.Number {
+		s.shared[chainID] = Cursor{Block: to.Number, Hash: to.Hash}
+	}
+	for _, n := range s.notifications {
+		var m struct{ BlockNumber uint64 }
+		json.Unmarshal(n.Data, &m)
+		if s.chainOf[n.DAO] == chainID && m.BlockNumber > to.Number && !s.orphaned[n.ID] && n.Type != core.TypeNotificationOrphaned {
+			s.orphaned[n.ID] = true
+			s.orphanNotices = append(s.orphanNotices, n.ID)
 		}
 	}
 	for k, v := range s.votes {
@@ -209,6 +318,19 @@ func (s *memStore) allNotifications() []core.Notification {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]core.Notification(nil), s.notifications...)
+}
+
+// liveNotifications are the notifications no reorganisation orphaned.
+func (s *memStore) liveNotifications() []core.Notification {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []core.Notification
+	for _, n := range s.notifications {
+		if !s.orphaned[n.ID] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func (s *memStore) allVotes(dao string) []Vote {

@@ -61,6 +61,11 @@ type DAOStatus struct {
 	NotifyFromBlock uint64    `json:"notifyFromBlock"`
 	LastError       string    `json:"lastError,omitempty"`
 	LastErrorAt     time.Time `json:"lastErrorAt,omitzero"`
+	// Fault is a cause that stops the DAO's indexing until the operator
+	// acts: the chain refutes the DAO (a governor without code, of another
+	// kind, a voting token not found), or the RPC serves another chain.
+	// Health fails with it.
+	Fault string `json:"fault,omitempty"`
 }
 
 // Backfill is how far a catch-up has come (core.Backfill).
@@ -68,23 +73,31 @@ type Backfill = core.Backfill
 
 // Status returns the status of a DAO of this runner.
 func (r *Runner) Status(daoSlug string) (DAOStatus, bool) {
+	r.mu.Lock()
 	d, ok := r.bySlug[daoSlug]
 	if !ok {
+		r.mu.Unlock()
 		return DAOStatus{}, false
 	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := d.status
 	s.State = r.classify(s, r.now())
+	if d.refusal != nil {
+		s.Fault = d.refusal.Error()
+	} else if e := r.faultErr; e != nil {
+		s.Fault = e.Error()
+	}
 	return s, true
 }
 
 // Statuses returns the status of every DAO of this runner, in configured order.
 func (r *Runner) Statuses() []DAOStatus {
-	out := make([]DAOStatus, 0, len(r.daos))
-	for _, d := range r.daos {
-		s, _ := r.Status(d.dao.Slug)
-		out = append(out, s)
+	list := r.snapshot()
+	out := make([]DAOStatus, 0, len(list))
+	for _, d := range list {
+		if s, ok := r.Status(d.dao.Slug); ok {
+			out = append(out, s)
+		}
 	}
 	return out
 }
@@ -131,18 +144,34 @@ func (r *Runner) setHead(num uint64, hash common.Hash, t, target, targetTime uin
 	}
 }
 
-// touchStatus records the outcome of one DAO's sync.
-func (r *Runner) touchStatus(d *daoState, err error) {
+func lagSeconds(target uint64, last time.Time) float64 {
+	if last.IsZero() {
+		return 0
+	}
+	return max(0, float64(int64(target)-last.Unix()))
+}
+
+// touchAll records a poll that succeeded (err nil) or failed for the whole
+// chain.
+func (r *Runner) touchAll(err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
-	if err != nil {
-		d.status.LastError, d.status.LastErrorAt = err.Error(), now
-		return
+	for _, d := range r.daos {
+		if err != nil {
+			d.status.LastError, d.status.LastErrorAt = err.Error(), now
+			continue
+		}
+		if d.phase == phaseRefused {
+			continue
+		}
+		d.status.LastCheckedAt = now
+		if d.phase == phaseJoined {
+			d.caughtUp = true
+			d.status.LastError = ""
+		}
+		d.status.CaughtUp = d.caughtUp
 	}
-	d.status.LastCheckedAt = now
-	d.status.CaughtUp = d.caughtUp
-	d.status.LastError = ""
 }
 
 // fail records an error that concerns the whole chain and returns it.
@@ -155,10 +184,18 @@ func (r *Runner) fail(err error) error {
 func (r *Runner) setError(err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.faultErr = r.chainErr
 	now := r.now()
 	for _, d := range r.daos {
 		d.status.LastError, d.status.LastErrorAt = err.Error(), now
 	}
+}
+
+// setDAOError records an error of one DAO.
+func (r *Runner) setDAOError(d *daoState, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d.status.LastError, d.status.LastErrorAt = err.Error(), r.now()
 }
 
 func (r *Runner) setLeader(v bool) {
@@ -170,7 +207,7 @@ func (r *Runner) setLeader(v bool) {
 }
 
 // follow refreshes the statuses from the store and the chain while another
-// process indexes.
+// process indexes: one head read and one query of the chain's cursors.
 func (r *Runner) follow(ctx context.Context) {
 	headNum, headHash, headTime, err := r.chain.BlockStamp(ctx, nil)
 	if err != nil {
@@ -181,10 +218,11 @@ func (r *Runner) follow(ctx context.Context) {
 	if headNum >= r.confirmations {
 		target = headNum - r.confirmations
 	}
+	curs, err := r.store.Cursors(ctx, r.chainID)
+	r.mu.Lock()
+	now := r.now()
 	for _, d := range r.daos {
-		cur, found, err := r.store.Cursor(ctx, d.dao.Slug)
-		r.mu.Lock()
-		now := r.now()
+		cur, found := curs[d.dao.Slug]
 		switch {
 		case err != nil:
 			d.status.LastError, d.status.LastErrorAt = err.Error(), now
@@ -193,7 +231,7 @@ func (r *Runner) follow(ctx context.Context) {
 				d.status.LastIndexedBlock, d.status.LastIndexedAt = cur.Block, now
 				d.lastBlockTime = time.Time{}
 			}
-			if cur.Block >= target {
+			if cur.Block >= target || cur.Joined {
 				d.caughtUp = true
 			}
 			d.status.NotifyFromBlock = cur.NotifyFrom
@@ -203,8 +241,8 @@ func (r *Runner) follow(ctx context.Context) {
 		default:
 			d.status.LastCheckedAt = now
 		}
-		r.mu.Unlock()
 	}
+	r.mu.Unlock()
 	// A follower does not know its cursor's block time (it would cost a call
 	// per DAO and poll): its LagSeconds stays 0.
 	r.setHead(headNum, headHash, headTime, target, headTime)
@@ -220,6 +258,10 @@ type Metrics struct {
 	failures *prometheus.CounterVec
 	batches  *prometheus.HistogramVec
 	calls    *prometheus.CounterVec
+	rpc      *prometheus.CounterVec
+	daoRPC   *prometheus.CounterVec
+	polls    *prometheus.HistogramVec
+	pollTime *prometheus.HistogramVec
 }
 
 // NewMetrics returns unregistered collectors named govgate_indexer_*.
@@ -250,12 +292,38 @@ func NewMetrics() *Metrics {
 			Name: "govgate_indexer_contract_calls_total",
 			Help: "eth_calls made to governors and timelocks (proposal state, quorum, clock), by method.",
 		}, []string{"chain", "method"}),
+		rpc: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "govgate_indexer_rpc_calls_total",
+			Help: "JSON-RPC calls the indexer made, by chain, part (head: the polls' shared reads; reorg: looking back for a reorganisation; catch_up: sweeps of DAOs behind; probe: checking a DAO and reading its governor; settle: proposal states and quorums) and method.",
+		}, []string{"chain", "part", "method"}),
+		daoRPC: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "govgate_indexer_dao_rpc_calls_total",
+			Help: "JSON-RPC calls made for one DAO alone (its probe, its proposals' states and quorums); the shared reads of a chain are in govgate_indexer_rpc_calls_total.",
+		}, []string{"dao"}),
+		polls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "govgate_indexer_rpc_calls_per_poll",
+			Help:    "JSON-RPC calls of one poll of a chain (head, reorg check, shared log reads, settles), whatever its number of DAOs.",
+			Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 50, 100, 1000},
+		}, []string{"chain"}),
+		pollTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "govgate_indexer_poll_duration_seconds",
+			Help:    "Time of one poll of a chain.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
+		}, []string{"chain"}),
 	}
 }
 
 // Collectors returns the collectors to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.events, m.reorgs, m.shrinks, m.failures, m.batches, m.calls}
+	return []prometheus.Collector{m.events, m.reorgs, m.shrinks, m.failures, m.batches, m.calls, m.rpc, m.daoRPC, m.polls, m.pollTime}
+}
+
+func (m *Metrics) polled(chain uint64, calls int64, d time.Duration) {
+	if m != nil {
+		c := strconv.FormatUint(chain, 10)
+		m.polls.WithLabelValues(c).Observe(float64(calls))
+		m.pollTime.WithLabelValues(c).Observe(d.Seconds())
+	}
 }
 
 func (m *Metrics) event(dao, typ string) {
@@ -335,71 +403,5 @@ func (c runnerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// backfill tracks one catch-up of a DAO that started more than a range
-// behind the confirmed head.
-type backfill struct {
-	from, to uint64
-	started  time.Time
-	events   uint64
-	logged   time.Time
-}
-
-// progressEvery is how often a backfill logs its progress.
+// progressEvery is how often a sweep logs its progress.
 const progressEvery = 10 * time.Second
-
-func (r *Runner) startBackfill(d *daoState, from, target uint64) *backfill {
-	if from > target || target-from < d.rangeSize {
-		return nil
-	}
-	now := r.now()
-	bf := &backfill{from: from, to: target, started: now, logged: now}
-	r.mu.Lock()
-	d.status.Backfill = &Backfill{FromBlock: from, ToBlock: target, BlocksTotal: target - from + 1, ETASeconds: -1}
-	r.mu.Unlock()
-	r.log.Info("backfill started", "dao", d.dao.Slug, "from_block", from, "to_block", target, "blocks", target-from+1)
-	return bf
-}
-
-// progress records that a backfill indexed blocks up to `to` with n events.
-func (r *Runner) progress(d *daoState, bf *backfill, to uint64, n int) {
-	if bf == nil {
-		return
-	}
-	bf.events += uint64(n)
-	now := r.now()
-	done := to - bf.from + 1
-	total := bf.to - bf.from + 1
-	p := Backfill{FromBlock: bf.from, ToBlock: bf.to, BlocksDone: done, BlocksTotal: total, Events: bf.events, ETASeconds: -1}
-	if secs := now.Sub(bf.started).Seconds(); secs > 0 {
-		p.EventsPerSecond = float64(bf.events) / secs
-		p.BlocksPerSecond = float64(done) / secs
-		if p.BlocksPerSecond > 0 {
-			p.ETASeconds = float64(total-done) / p.BlocksPerSecond
-		}
-	}
-	r.mu.Lock()
-	d.status.Backfill = &p
-	r.mu.Unlock()
-	if now.Sub(bf.logged) >= progressEvery {
-		bf.logged = now
-		r.log.Info("backfill progress", "dao", d.dao.Slug, "blocks_done", done, "blocks_total", total,
-			"events", bf.events, "events_per_s", int64(p.EventsPerSecond), "eta_s", int64(p.ETASeconds))
-	}
-}
-
-func (r *Runner) endBackfill(d *daoState, bf *backfill) {
-	if bf == nil {
-		return
-	}
-	r.mu.Lock()
-	p := d.status.Backfill
-	finished := p != nil && p.BlocksDone == p.BlocksTotal
-	if finished {
-		d.status.Backfill = nil
-	}
-	r.mu.Unlock()
-	if finished {
-		r.log.Info("backfill done", "dao", d.dao.Slug, "blocks", p.BlocksTotal, "events", p.Events,
-			"seconds", r.now().Sub(bf.started).Seconds())
-	}
-}

@@ -34,8 +34,15 @@ var ErrCursorMoved = core.ErrCursorMoved
 // this directory describes the tables it expects. Every method is safe for
 // concurrent use.
 type Store interface {
-	// Cursor returns the DAO's cursor; false if the DAO was never indexed.
-	Cursor(ctx context.Context, daoSlug string) (Cursor, bool, error)
+	// SharedCursor returns the chain's shared cursor (core.ChainBatch);
+	// false if the chain has none yet.
+	SharedCursor(ctx context.Context, chainID uint64) (Cursor, bool, error)
+	// Cursors returns the cursor of every DAO indexed on the chain, by
+	// slug; a joined DAO's block and hash are the shared cursor's.
+	Cursors(ctx context.Context, chainID uint64) (map[string]core.DAOCursor, error)
+	// OpenDAOs returns the DAOs of the chain that have pending, active or
+	// queued proposals: those whose states the chain's clock can change.
+	OpenDAOs(ctx context.Context, chainID uint64) ([]string, error)
 	// RecentBlocks returns up to limit block refs of the chain, highest first.
 	RecentBlocks(ctx context.Context, chainID uint64, limit int) ([]BlockRef, error)
 	// Proposal returns the latest revision of a proposal.
@@ -44,15 +51,18 @@ type Store interface {
 	// active and queued proposals: those whose state the chain's clock can
 	// change.
 	OpenProposals(ctx context.Context, daoSlug string) ([]Proposal, error)
-	// ApplyBatch writes a batch in one transaction (see Batch).
-	ApplyBatch(ctx context.Context, b Batch) error
+	// ApplyBatches writes one step of the chain in one transaction (see
+	// core.ChainBatch) and returns the DAOs whose parts no longer applied.
+	ApplyBatches(ctx context.Context, b core.ChainBatch) (dropped []string, err error)
 	// Rollback undoes everything indexed above block to.Number on the chain,
 	// in one transaction: it deletes votes and block refs above it, deletes
 	// proposals created above it, restores proposals changed above it from
 	// their latest revision at or below it (and deletes the later
 	// revisions), and moves every cursor of the chain that is above it back
-	// to it. Notifications stay: they may already be delivered, and those of
-	// confirmed blocks only go away in a reorg deeper than the confirmations.
+	// to it, the shared cursor with them. Notifications stay: they may
+	// already be delivered. Those of the blocks rolled back (a reorg deeper
+	// than the confirmations) are marked orphaned, each with a
+	// notification.orphaned notice for the receivers.
 	Rollback(ctx context.Context, chainID uint64, to BlockRef) error
 }
 

@@ -20,6 +20,10 @@ type cursorRow struct {
 	Hash    string
 	// NotifyFrom is the first block whose changes are pushed (0: all).
 	NotifyFrom uint64
+	// Joined: the DAO follows its chain's shared cursor (migration 0030),
+	// and Block and Hash are unused.
+	Joined     bool
+	Generation int64
 	UpdatedAt  time.Time
 }
 
@@ -171,13 +175,26 @@ func rollback0003(tx *gorm.DB) error {
 // Cursor returns how far a DAO has been indexed.
 func (s *Store) Cursor(ctx context.Context, dao string) (core.Cursor, bool, error) {
 	var rows []cursorRow
-	if err := s.db.WithContext(ctx).Where("dao = ?", dao).Limit(1).Find(&rows).Error; err != nil {
+	// Columns named, not *: PostgreSQL refuses a cached plan whose columns
+	// a migration changed.
+	if err := s.db.WithContext(ctx).Select("dao", "chain_id", "block", "hash", "notify_from", "joined", "generation").
+		Where("dao = ?", dao).Limit(1).Find(&rows).Error; err != nil {
 		return core.Cursor{}, false, fmt.Errorf("get cursor: %w", err)
 	}
 	if len(rows) == 0 {
 		return core.Cursor{}, false, nil
 	}
-	return core.Cursor{Block: rows[0].Block, Hash: rows[0].Hash, NotifyFrom: rows[0].NotifyFrom}, true, nil
+	c := core.Cursor{Block: rows[0].Block, Hash: rows[0].Hash, NotifyFrom: rows[0].NotifyFrom}
+	if rows[0].Joined {
+		shared, ok, err := s.SharedCursor(ctx, rows[0].ChainID)
+		if err != nil {
+			return core.Cursor{}, false, err
+		}
+		if ok {
+			c.Block, c.Hash = shared.Block, shared.Hash
+		}
+	}
+	return c, true, nil
 }
 
 // RecentBlocks returns up to limit remembered blocks of a chain, highest first.
@@ -250,15 +267,19 @@ var proposalColumns = []string{"chain_id", "proposer", "targets", "values", "sig
 	"vote_start", "vote_end", "clock", "state", "quorum", "quorum_reached", "milestones", "for_votes", "against_votes", "abstain_votes", "eta",
 	"created_block", "created_tx", "created_at", "updated_block", "updated_at"}
 
-// ApplyBatch writes one indexing step in one transaction: proposals and
-// their revisions, votes, notifications with their delivery fan-out, block
-// hashes and the DAO's cursor. It refuses the batch with core.ErrCursorMoved
-// when the stored cursor is not the one the batch was built on.
-func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) (err error) {
-	created := 0
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var cur []cursorRow
-		q := tx.Where("dao = ?", b.DAO).Limit(1)
+// ApplyBatch writes one DAO's indexing step in one transaction: proposals
+// and their revisions, votes, notifications with their delivery fan-out,
+// block hashes and the DAO's own cursor. It refuses the batch with
+// core.ErrCursorMoved when the stored cursor is not the one the batch was
+// built on. The indexer writes through ApplyBatches; this is the one-DAO
+// form that tools and tests use.
+func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) error {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var cur []struct {
+			Block uint64
+			Hash  string
+		}
+		q := tx.Table("chain_cursors").Select("block", "hash").Where("dao = ?", b.DAO).Limit(1)
 		if s.dialect == Postgres {
 			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
 		}
@@ -270,45 +291,8 @@ func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) (err error) {
 			b.Prev != nil && (len(cur) == 0 || cur[0].Block != b.Prev.Block || cur[0].Hash != b.Prev.Hash):
 			return core.ErrCursorMoved
 		}
-		for _, p := range b.Proposals {
-			row := proposalToRow(p)
-			if err := tx.Clauses(clause.OnConflict{
-				Columns:   []clause.Column{{Name: "dao"}, {Name: "proposal_id"}},
-				DoUpdates: clause.AssignmentColumns(proposalColumns),
-			}).Create(&row).Error; err != nil {
-				return fmt.Errorf("upsert proposal: %w", err)
-			}
-			data, _ := json.Marshal(revision{Proposal: p, Milestones: p.Milestones})
-			rev := revisionRow{DAO: p.DAO, ProposalID: p.ProposalID, Block: p.UpdatedBlock, ChainID: p.ChainID, Data: string(data)}
-			if err := tx.Clauses(clause.OnConflict{
-				Columns:   []clause.Column{{Name: "dao"}, {Name: "proposal_id"}, {Name: "block"}},
-				DoUpdates: clause.AssignmentColumns([]string{"data"}),
-			}).Create(&rev).Error; err != nil {
-				return fmt.Errorf("record proposal revision: %w", err)
-			}
-		}
-		if len(b.Votes) > 0 {
-			rows := make([]voteRow, len(b.Votes))
-			for i, v := range b.Votes {
-				rows[i] = voteRow{ChainID: v.ChainID, TxHash: v.TxHash, LogIndex: v.LogIndex, DAO: v.DAO, ProposalID: v.ProposalID,
-					Voter: v.Voter, Support: v.Support, Weight: v.Weight, Reason: v.Reason, Params: v.Params,
-					BlockNumber: v.BlockNumber, BlockHash: v.BlockHash, CastAt: v.CastAt.UTC()}
-			}
-			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(rows, s.rowsPerInsert()).Error; err != nil {
-				return fmt.Errorf("insert votes: %w", err)
-			}
-		}
-		if err := s.applyTokens(tx, b); err != nil {
+		if _, err := s.applyContent(tx, b); err != nil {
 			return err
-		}
-		for _, n := range b.Notifications {
-			ok, err := s.InsertNotificationTx(tx, n, "indexer")
-			if err != nil {
-				return err
-			}
-			if ok {
-				created++
-			}
 		}
 		if len(b.Blocks) > 0 {
 			rows := make([]blockRow, len(b.Blocks))
@@ -322,21 +306,15 @@ func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) (err error) {
 				return fmt.Errorf("record blocks: %w", err)
 			}
 		}
-		row := cursorRow{DAO: b.DAO, ChainID: b.ChainID, Block: b.Cursor.Block, Hash: b.Cursor.Hash, NotifyFrom: b.Cursor.NotifyFrom, UpdatedAt: s.now()}
-		if err := tx.Clauses(clause.OnConflict{
-			Columns:   []clause.Column{{Name: "dao"}},
-			DoUpdates: clause.AssignmentColumns([]string{"chain_id", "block", "hash", "notify_from", "updated_at"}),
-		}).Create(&row).Error; err != nil {
+		if err := tx.Exec(`INSERT INTO chain_cursors (dao, chain_id, block, hash, notify_from, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (dao) DO UPDATE SET chain_id = excluded.chain_id, block = excluded.block, hash = excluded.hash,
+			notify_from = excluded.notify_from, updated_at = excluded.updated_at`,
+			b.DAO, b.ChainID, b.Cursor.Block, b.Cursor.Hash, b.Cursor.NotifyFrom, s.now()).Error; err != nil {
 			return fmt.Errorf("move cursor: %w", err)
 		}
 		if b.PruneBelow > 0 {
 			if err := tx.Exec(`DELETE FROM chain_blocks WHERE chain_id = ? AND number < ?`, b.ChainID, b.PruneBelow).Error; err != nil {
 				return fmt.Errorf("prune blocks: %w", err)
-			}
-			if err := tx.Exec(`DELETE FROM proposal_revisions WHERE dao = ? AND block < ? AND EXISTS (
-				SELECT 1 FROM proposal_revisions r2 WHERE r2.dao = proposal_revisions.dao AND r2.proposal_id = proposal_revisions.proposal_id
-				AND r2.block > proposal_revisions.block AND r2.block <= ?)`, b.DAO, b.PruneBelow, b.PruneBelow).Error; err != nil {
-				return fmt.Errorf("prune revisions: %w", err)
 			}
 		}
 		return nil
@@ -350,9 +328,75 @@ func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) (err error) {
 	return nil
 }
 
+// applyContent writes what one DAO's part of a batch holds, except its
+// cursor: proposals and their revisions, votes, delegation events and
+// notifications.
+func (s *Store) applyContent(tx *gorm.DB, b core.IndexBatch) (created int, err error) {
+	for _, p := range b.Proposals {
+		row := proposalToRow(p)
+		if err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "dao"}, {Name: "proposal_id"}},
+			DoUpdates: clause.AssignmentColumns(proposalColumns),
+		}).Create(&row).Error; err != nil {
+			return 0, fmt.Errorf("upsert proposal: %w", err)
+		}
+		data, _ := json.Marshal(revision{Proposal: p, Milestones: p.Milestones})
+		rev := revisionRow{DAO: p.DAO, ProposalID: p.ProposalID, Block: p.UpdatedBlock, ChainID: p.ChainID, Data: string(data)}
+		if err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "dao"}, {Name: "proposal_id"}, {Name: "block"}},
+			DoUpdates: clause.AssignmentColumns([]string{"data"}),
+		}).Create(&rev).Error; err != nil {
+			return 0, fmt.Errorf("record proposal revision: %w", err)
+		}
+	}
+	if len(b.Votes) > 0 {
+		rows := make([]voteRow, len(b.Votes))
+		for i, v := range b.Votes {
+			rows[i] = voteRow{ChainID: v.ChainID, TxHash: v.TxHash, LogIndex: v.LogIndex, DAO: v.DAO, ProposalID: v.ProposalID,
+				Voter: v.Voter, Support: v.Support, Weight: v.Weight, Reason: v.Reason, Params: v.Params,
+				BlockNumber: v.BlockNumber, BlockHash: v.BlockHash, CastAt: v.CastAt.UTC()}
+		}
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(rows, s.rowsPerInsert()).Error; err != nil {
+			return 0, fmt.Errorf("insert votes: %w", err)
+		}
+	}
+	if err := s.applyTokens(tx, b); err != nil {
+		return 0, err
+	}
+	notes, err := s.reviveOrphans(tx, b.ChainID, b.Notifications)
+	if err != nil {
+		return 0, err
+	}
+	var tagged []core.Notification
+	for _, n := range notes {
+		ok, err := s.InsertNotificationTx(tx, n, "indexer")
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			created++
+			tagged = append(tagged, n)
+		}
+	}
+	if err := tagNotifications(tx, b.ChainID, tagged); err != nil {
+		return 0, err
+	}
+	if b.PruneBelow > 0 && len(b.Proposals) > 0 {
+		if err := tx.Exec(`DELETE FROM proposal_revisions WHERE dao = ? AND block < ? AND EXISTS (
+			SELECT 1 FROM proposal_revisions r2 WHERE r2.dao = proposal_revisions.dao AND r2.proposal_id = proposal_revisions.proposal_id
+			AND r2.block > proposal_revisions.block AND r2.block <= ?)`, b.DAO, b.PruneBelow, b.PruneBelow).Error; err != nil {
+			return 0, fmt.Errorf("prune revisions: %w", err)
+		}
+	}
+	return created, nil
+}
+
 // Rollback undoes everything indexed above block to.Number on a chain, in
-// one transaction. Notifications stay: they may be delivered already, and
-// the indexer emits none for unconfirmed blocks.
+// one transaction, the shared cursor and the DAOs' own cursors with it.
+// Notifications stay: they may be delivered already, and the indexer emits
+// none for unconfirmed blocks. Each indexer notification of a block above
+// to.Number is marked orphaned instead, and a notification.orphaned notice
+// naming it is stored for the receivers, once.
 func (s *Store) Rollback(ctx context.Context, chainID uint64, to core.BlockRef) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		n := to.Number
@@ -398,7 +442,14 @@ func (s *Store) Rollback(ctx context.Context, chainID uint64, to core.BlockRef) 
 		if err := rollbackTokens(tx, chainID, n, affected); err != nil {
 			return fmt.Errorf("roll back delegations: %w", err)
 		}
-		return tx.Exec(`UPDATE chain_cursors SET block = ?, hash = ?, updated_at = ? WHERE chain_id = ? AND block > ?`,
+		if _, err := s.orphanNotifications(tx, chainID, to); err != nil {
+			return err
+		}
+		if err := tx.Exec(`UPDATE chain_shared_cursors SET block = ?, hash = ?, updated_at = ? WHERE chain_id = ? AND block > ?`,
+			n, to.Hash, s.now(), chainID, n).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`UPDATE chain_cursors SET block = ?, hash = ?, updated_at = ? WHERE chain_id = ? AND block > ? AND NOT joined`,
 			n, to.Hash, s.now(), chainID, n).Error
 	})
 	if err != nil {

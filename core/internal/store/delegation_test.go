@@ -187,11 +187,12 @@ func answers(t *testing.T, s *store.Store, dao string, accounts []string, pageSi
 		}
 		a.Power[fmt.Sprint(b)] = p
 	}
-	c, _, err := s.Cursor(ctx, dao)
-	if err != nil {
+	// The cursor's own row, as every schema since 0003 has it (Cursor reads
+	// the columns of the latest, and TestDelegationSurvivesUpgrade asks on
+	// 0008's); these DAOs never join a shared cursor.
+	if err := s.DB().Raw(`SELECT block FROM chain_cursors WHERE dao = ?`, dao).Scan(&a.Cursor).Error; err != nil {
 		t.Fatal(err)
 	}
-	a.Cursor = c.Block
 	return a
 }
 

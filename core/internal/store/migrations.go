@@ -25,6 +25,9 @@ var migrations = []*gormigrate.Migration{
 	{ID: "0010_delegates_listing_indexes", Migrate: migrate0010, Rollback: rollback0010},
 	{ID: "0011_deliveries_success_inline", Migrate: migrate0011, Rollback: rollback0011},
 	{ID: "0020_webhook_consumer_settings", Migrate: migrate0020, Rollback: rollback0020},
+	{ID: "0030_chain_shared_cursors", Migrate: migrate0030, Rollback: rollback0030},
+	{ID: "0031_notifications_chain_block", Migrate: migrate0031, Rollback: rollback0031},
+	{ID: "0032_daos", Migrate: migrate0032, Rollback: rollback0032},
 	{ID: "0050_webhooks_with_settings_index", Migrate: migrate0050, Rollback: rollback0050},
 }
 

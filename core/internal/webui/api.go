@@ -16,6 +16,7 @@ type apiError struct {
 	Status  int
 	Code    string
 	Message string
+	Field   string // the input field at fault, when the API names one
 }
 
 func (e *apiError) Error() string {
@@ -77,10 +78,10 @@ func (u *UI) callOn(ctx context.Context, h http.Handler, method, path string, bo
 	data, _ := io.ReadAll(res.Body)
 	if res.StatusCode/100 != 2 {
 		var eb struct {
-			Error struct{ Code, Message string }
+			Error struct{ Code, Message, Field string }
 		}
 		json.Unmarshal(data, &eb)
-		return res.StatusCode, &apiError{Status: res.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
+		return res.StatusCode, &apiError{Status: res.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message, Field: eb.Error.Field}
 	}
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {

@@ -57,7 +57,7 @@ func newStack(t *testing.T, contract bool, mutate ...func(*Config)) *stack {
 	t.Cleanup(func() { st.Close() })
 	s := &stack{st: st}
 	cfg := httpapi.AdminConfig{
-		Store: st, DAOs: testDAOs, Token: testToken, Logger: slog.New(slog.DiscardHandler),
+		Store: st, DAOs: core.FixedDAOs(testDAOs), Token: testToken, Logger: slog.New(slog.DiscardHandler),
 		UI:         http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.ui.ServeHTTP(w, r) }),
 		Authorized: func(r *http.Request) bool { return s.ui.Authorized(r) },
 	}
@@ -67,7 +67,7 @@ func newStack(t *testing.T, contract bool, mutate ...func(*Config)) *stack {
 	}
 	admin := httpapi.NewAdmin(cfg)
 	log := slog.New(slog.DiscardHandler)
-	rest := httpapi.NewAPI(httpapi.APIConfig{DAOs: testDAOs, Logger: log, Routes: []func(*gin.Engine){httpapi.ProposalRoutes(httpapi.WithActions(st, decoder(t)), testDAOs, log), httpapi.DelegateRoutes(st, testDAOs, log)}})
+	rest := httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(testDAOs), Logger: log, Routes: []func(*gin.Engine){httpapi.ProposalRoutes(httpapi.WithActions(st, decoder(t)), core.FixedDAOs(testDAOs), log), httpapi.DelegateRoutes(st, core.FixedDAOs(testDAOs), log)}})
 	uc := Config{API: admin, REST: rest, Token: testToken}
 	for _, m := range mutate {
 		m(&uc)

@@ -82,7 +82,7 @@ const (
 )
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
-var pageNames = []string{"signin", "overview", "proposals", "proposal", "delegates", "delegate", "webhooks", "webhook", "plugins", "notifications", "error"}
+var pageNames = []string{"signin", "overview", "proposals", "proposal", "delegates", "delegate", "daos", "webhooks", "webhook", "plugins", "notifications", "error"}
 
 // New returns the admin page.
 func New(cfg Config) (*UI, error) {
@@ -129,6 +129,10 @@ func New(cfg Config) (*UI, error) {
 	m.HandleFunc("GET /admin/ui/plugins", u.signedIn(u.plugins))
 	m.HandleFunc("POST /admin/ui/plugins", u.changing(u.upload))
 	m.HandleFunc("POST /admin/ui/plugins/{name}/{action}", u.changing(u.pluginAction))
+	m.HandleFunc("GET /admin/ui/daos", u.signedIn(u.daos))
+	m.HandleFunc("POST /admin/ui/daos", u.changing(u.saveDAO))
+	m.HandleFunc("POST /admin/ui/daos/{slug}", u.changing(u.saveDAO))
+	m.HandleFunc("POST /admin/ui/daos/{slug}/delete", u.changing(u.deleteDAO))
 	m.HandleFunc("GET /admin/ui/notifications", u.signedIn(u.notifications))
 	m.HandleFunc("POST /admin/ui/notifications", u.changing(u.sendNotification))
 	m.Handle("GET /admin/static/", cacheFor(time.Hour, files))

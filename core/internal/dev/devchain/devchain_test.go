@@ -395,3 +395,40 @@ func TestMineToFastForward(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDeployScale deploys scale DAOs and runs a few activity steps: each
+// DAO is a governor of its own with its own token, and proposals and votes
+// go through.
+func TestDeployScale(t *testing.T) {
+	ctx := context.Background()
+	c, err := Start(ctx, Options{Accounts: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	daos, err := c.DeployScale(ctx, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[common.Address]bool{}
+	for _, d := range daos {
+		if seen[d.Governor] || seen[d.Token] {
+			t.Fatalf("%s shares an address", d.Slug)
+		}
+		seen[d.Governor], seen[d.Token] = true, true
+		v, err := c.TokenVotes(ctx, d, c.Accounts()[0])
+		if err != nil || v.Sign() == 0 {
+			t.Fatalf("%s: votes of account 0: %v, %v", d.Slug, v, err)
+		}
+	}
+	a := c.NewScaleActivity(daos[:3])
+	for range 6 {
+		if _, err := a.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.Commit()
+	}
+	if a.Proposed != 6 || a.Voted == 0 {
+		t.Fatalf("%d proposals, %d votes", a.Proposed, a.Voted)
+	}
+}

@@ -145,8 +145,8 @@ func TestServedDelegationIsTheTokens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: daos, Health: staticHealth{}, Logger: quiet,
-				Routes: []func(*gin.Engine){httpapi.ProposalRoutes(st, daos, quiet), httpapi.DelegateRoutes(st, daos, quiet)}}))
+			api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(daos), Health: staticHealth{}, Logger: quiet,
+				Routes: []func(*gin.Engine){httpapi.ProposalRoutes(st, core.FixedDAOs(daos), quiet), httpapi.DelegateRoutes(st, core.FixedDAOs(daos), quiet)}}))
 			defer api.Close()
 
 			compare := func(t *testing.T) int {

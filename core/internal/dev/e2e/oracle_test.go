@@ -177,8 +177,8 @@ func TestServedProposalsAreTheContracts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: daos, Health: staticHealth{}, Logger: slog.New(slog.DiscardHandler),
-			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(st, daos, slog.New(slog.DiscardHandler))}}))
+		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(daos), Health: staticHealth{}, Logger: slog.New(slog.DiscardHandler),
+			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(st, core.FixedDAOs(daos), slog.New(slog.DiscardHandler))}}))
 		defer api.Close()
 		backends = append(backends, &backend{name: b.name, st: st, r: r, api: api})
 	}

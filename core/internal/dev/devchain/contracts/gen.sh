@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 if [ ! -d node_modules/solc ] || [ ! -d node_modules/@openzeppelin/contracts ] ||
 	[ ! -d node_modules/@openzeppelin/contracts-v4 ] || [ ! -d node_modules/@uniswap/governance ] ||
-	[ ! -d node_modules/@safe-global/safe-contracts ]; then
+	[ ! -d node_modules/@safe-global/safe-contracts ] || [ ! -d node_modules/@openzeppelin/contracts-upgradeable ]; then
 	npm ci --no-audit --no-fund
 fi
 node gen.js

@@ -1,0 +1,156 @@
+package webui
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/httpapi"
+	"github.com/govgate/govgate/core/internal/secrets"
+	"github.com/govgate/govgate/core/internal/store"
+)
+
+// storeDAOs is a DAOAdmin over the real store whose check against the
+// chain is the test's: a governor at 0x…dEaD holds no code (e2e tests the
+// real check on a real chain).
+type storeDAOs struct {
+	st      *store.Store
+	catalog *core.LiveDAOs
+}
+
+func (a *storeDAOs) reload(ctx context.Context) error {
+	list, _, err := a.st.DAOs(ctx)
+	if err == nil {
+		a.catalog.Replace(list)
+	}
+	return err
+}
+
+func (a *storeDAOs) check(d core.DAO) error {
+	if strings.EqualFold(d.Governor, "0x000000000000000000000000000000000000dEaD") {
+		return httpapi.FieldErr(&core.FieldError{Field: "governor", Message: "no contract at " + d.Governor + " on chain 1"})
+	}
+	return nil
+}
+
+func (a *storeDAOs) CreateDAO(ctx context.Context, d core.DAO) (core.DAO, error) {
+	if err := a.check(d); err != nil {
+		return core.DAO{}, err
+	}
+	out, err := a.st.CreateDAO(ctx, d)
+	if err != nil {
+		return out, err
+	}
+	return out, a.reload(ctx)
+}
+
+func (a *storeDAOs) UpdateDAO(ctx context.Context, d core.DAO) (core.DAO, error) {
+	if err := a.check(d); err != nil {
+		return core.DAO{}, err
+	}
+	out, err := a.st.UpdateDAO(ctx, d)
+	if err != nil {
+		return out, err
+	}
+	return out, a.reload(ctx)
+}
+
+func (a *storeDAOs) DeleteDAO(ctx context.Context, slug string) error {
+	if err := a.st.DeleteDAO(ctx, slug); err != nil {
+		return err
+	}
+	return a.reload(ctx)
+}
+
+// TestDAOForms adds, changes and removes a DAO on the admin page: a
+// refused form comes back filled in with the error under its field.
+func TestDAOForms(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
+	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "govgate.db"), box, store.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.SeedDAOs(ctx, testDAOs[:1]); err != nil {
+		t.Fatal(err)
+	}
+	daos := &storeDAOs{st: st, catalog: core.NewLiveDAOs(nil)}
+	daos.reload(ctx)
+	s := &stack{st: st}
+	admin := httpapi.NewAdmin(httpapi.AdminConfig{Store: st, DAOs: daos.catalog, DAOAdmin: daos, Token: testToken, Logger: slog.New(slog.DiscardHandler),
+		UI:         http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.ui.ServeHTTP(w, r) }),
+		Authorized: func(r *http.Request) bool { return s.ui.Authorized(r) }})
+	if s.ui, err = New(Config{API: admin, Token: testToken}); err != nil {
+		t.Fatal(err)
+	}
+	s.srv = httptest.NewServer(admin)
+	defer s.srv.Close()
+	c, csrf := signIn(t, s)
+	post := func(path string, form url.Values) (int, string) {
+		t.Helper()
+		form.Set("csrf", csrf)
+		resp, body := send(t, c, "POST", s.srv.URL+path, form)
+		if resp.StatusCode == http.StatusSeeOther {
+			_, body = send(t, c, "GET", s.srv.URL+resp.Header.Get("Location"), nil)
+		}
+		return resp.StatusCode, body
+	}
+	form := func(kv ...string) url.Values {
+		v := url.Values{"slug": {"added"}, "name": {"Added"}, "chainId": {"1"}, "governor": {"0x408ED6354d4973f66138C91495F2f2FCbd8724C3"}, "kind": {"oz-governor"}, "startBlock": {"5"}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			v.Set(kv[i], kv[i+1])
+		}
+		return v
+	}
+
+	_, page := send(t, c, "GET", s.srv.URL+"/admin/ui/daos", nil)
+	if !strings.Contains(page, "uniswap") || !strings.Contains(page, "the configuration file") || strings.Contains(page, `action="/admin/ui/daos/uniswap/delete"`) {
+		t.Fatalf("the file's DAO is not listed read-only:\n%s", page)
+	}
+	for _, tc := range []struct {
+		name, field, value, id, says string
+	}{
+		{"not an address", "governor", "0x12", "governor-new-error", "want a 0x-prefixed 20-byte hex address"},
+		{"no code", "governor", "0x000000000000000000000000000000000000dEaD", "governor-new-error", "no contract at"},
+		{"a bad slug", "slug", "Not A Slug", "slug-new-error", "lowercase letters"},
+		{"a start block in words", "startBlock", "five", "startBlock-new-error", "Write a whole number"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := post("/admin/ui/daos", form(tc.field, tc.value))
+			if status != http.StatusUnprocessableEntity {
+				t.Fatalf("status %d", status)
+			}
+			i := strings.Index(body, `id="`+tc.id+`"`)
+			if i < 0 || !strings.Contains(body[i:min(len(body), i+300)], tc.says) {
+				t.Fatalf("no %q under the field (%s):\n%s", tc.says, tc.id, body)
+			}
+			if !strings.Contains(body, `value="`+tc.value+`"`) {
+				t.Fatalf("the form lost what was typed:\n%s", body)
+			}
+		})
+	}
+	if status, body := post("/admin/ui/daos", form()); status != http.StatusSeeOther || !strings.Contains(body, "DAO added added") {
+		t.Fatalf("add: %d\n%s", status, body)
+	}
+	if d, ok := daos.catalog.DAO("added"); !ok || d.Source != core.DAOSourceAPI {
+		t.Fatalf("the catalog has %+v", d)
+	}
+	if status, body := post("/admin/ui/daos/added", form("name", "Renamed")); status != http.StatusSeeOther || !strings.Contains(body, "Renamed") {
+		t.Fatalf("change: %d\n%s", status, body)
+	}
+	status, body := post("/admin/ui/daos/added", form("kind", "alpha"))
+	if i := strings.Index(body, `id="kind-added-error"`); status != http.StatusUnprocessableEntity || i < 0 || !strings.Contains(body[i:], "want oz-governor") || !strings.Contains(body, `<details class="dao-edit" open>`) {
+		t.Fatalf("a refused change: %d\n%s", status, body)
+	}
+	if status, body := post("/admin/ui/daos/added/delete", url.Values{}); status != http.StatusSeeOther || !strings.Contains(body, "removed") || strings.Contains(body, `data-dao="added"`) {
+		t.Fatalf("remove: %d\n%s", status, body)
+	}
+}
