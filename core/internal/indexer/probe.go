@@ -204,7 +204,10 @@ func (r *Runner) probeAll(ctx context.Context, list []*daoState) error {
 				r.setDAOError(d, err)
 			default:
 				d.info = &gi
-				r.log.Debug("governor", "dao", d.dao.Slug, "kind", d.dao.Kind, "clock", gi.clock, "grace_period_s", gi.grace, "voting_token", gi.token)
+				r.mu.Lock()
+				d.status.CountingMode, d.status.ClockMode = gi.countingMode, gi.clock
+				r.mu.Unlock()
+				r.log.Debug("governor", "dao", d.dao.Slug, "kind", d.dao.Kind, "clock", gi.clock, "counting_mode", gi.countingMode, "grace_period_s", gi.grace, "voting_token", gi.token)
 			}
 		}()
 	}

@@ -52,11 +52,9 @@ type Runner struct {
 
 	// calls counts eth_calls to governors, for the benchmark.
 	calls atomic.Int64
-	// pace is the chain's recent seconds per block, sampled at paceBlock;
-	// settleMu serialises the settles that read and write it.
-	pace      float64
-	paceBlock uint64
-	settleMu  sync.Mutex
+	// settleMu serialises the settles of the DAOs' parts: one settle's
+	// eth_calls (clocks, states, quorums) at a time.
+	settleMu sync.Mutex
 
 	// mu guards daos, bySlug, want, leader and every daoState's status,
 	// phase and cursor fields.
@@ -113,7 +111,9 @@ type daoState struct {
 	caughtUp      bool
 	lastBlockTime time.Time // time of the last indexed block, if known
 
-	info *governorInfo // read once from the governor; nil until then
+	info       *governorInfo // read once from the governor; nil until then
+	infoStored bool          // info went to the store with a part (withGovernor)
+	clockState               // the governor's clock as read so far (clock.go)
 
 	phase      phase
 	cursor     Cursor // the DAO's own cursor while not joined
