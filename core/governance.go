@@ -24,6 +24,22 @@ type DAOCursor struct {
 	Generation int64
 }
 
+// GovernorDetails is what the indexer's probe learns of a DAO's governor
+// when it checks the DAO against its chain: its clock, its timelock's grace
+// period and its voting token. The store keeps it for the DAO's generation,
+// so that a new leader or a restarted process does not ask the chain
+// again about a DAO that has not changed.
+type GovernorDetails struct {
+	DAO        string
+	Generation int64
+	// Clock is ClockBlockNumber or ClockTimestamp (ERC-6372 CLOCK_MODE).
+	Clock string
+	// GraceSeconds is the timelock's GRACE_PERIOD (0: none).
+	GraceSeconds uint64
+	// Token is the voting token, 0x-hex.
+	Token string
+}
+
 // BlockRef is a block the indexer has seen, kept to detect reorganisations.
 type BlockRef struct {
 	Number uint64

@@ -176,6 +176,11 @@ type IndexerStatus struct {
 	LastError            string
 	LastErrorAt          time.Time
 	Fault                string
+	// Waiting says why a DAO no poll has covered yet is syncing; Since is
+	// when the process took the DAO on, from when its stalled clock runs
+	// until then.
+	Waiting string
+	Since   time.Time
 }
 
 // Sources are what the monitor reads. Upstreams and Indexer are called on
@@ -545,6 +550,9 @@ func (m *Monitor) indexerCheck(st IndexerStatus, found bool, now time.Time) Inde
 		c.Status, c.Output = Warn, fmt.Sprintf("lagging %d blocks behind", st.LagBlocks)
 	case StateSyncing:
 		c.Status, c.Output = Warn, fmt.Sprintf("syncing, %d blocks to go", st.LagBlocks)
+		if st.Waiting != "" {
+			c.Output = "syncing: " + st.Waiting
+		}
 		if b := st.Backfill; b != nil && b.BlocksTotal > 0 {
 			c.Output = fmt.Sprintf("backfilling: %d of %d blocks (%.0f%%), %.0f events/s", b.BlocksDone, b.BlocksTotal,
 				100*float64(b.BlocksDone)/float64(b.BlocksTotal), b.EventsPerSecond)
@@ -561,16 +569,22 @@ func (m *Monitor) indexerCheck(st IndexerStatus, found bool, now time.Time) Inde
 // classify is core/internal/indexer's state rule with the monitor's thresholds.
 func (m *Monitor) classify(st IndexerStatus, now time.Time) string {
 	th := m.cfg.Thresholds
+	// Before a poll has covered the DAO, the clocks run from when the
+	// indexer took it on (a DAO added at run time), or from the start.
+	since := m.started
+	if st.Since.After(since) {
+		since = st.Since
+	}
 	checked := st.LastCheckedAt
 	if checked.IsZero() {
-		checked = m.started
+		checked = since
 	}
 	if now.Sub(checked) > th.StalledAfter {
 		return StateStalled
 	}
 	progress := st.LastIndexedAt
 	if progress.IsZero() {
-		progress = m.started
+		progress = since
 	}
 	if st.LagBlocks > 0 && now.Sub(progress) > th.StalledAfter {
 		return StateStalled

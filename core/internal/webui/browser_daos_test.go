@@ -36,7 +36,7 @@ func probeDevChain(gw *chain.Gateway) func(context.Context, core.DAO) error {
 		if d.ChainID != devchain.ChainID {
 			return httpapi.FieldErr(&core.FieldError{Field: "chain_id", Message: fmt.Sprintf("no chain %d is configured (chains[] in the configuration file)", d.ChainID)})
 		}
-		err := indexer.Probe(ctx, gw, d)
+		_, err := indexer.Probe(ctx, gw, d)
 		if pe := (*indexer.ProbeError)(nil); errors.As(err, &pe) {
 			return httpapi.FieldErr(&core.FieldError{Field: pe.Field, Message: pe.Message})
 		}
