@@ -130,8 +130,11 @@ const TypeNotificationOrphaned = "notification.orphaned"
 // Notification types emitted by the chain indexer. The admin API may publish
 // any type that matches NotificationTypePattern.
 const (
-	TypeProposalCreated  = "proposal.created"
-	TypeVoteCast         = "vote.cast"
+	TypeProposalCreated = "proposal.created"
+	TypeVoteCast        = "vote.cast"
+	// TypeVoteOverridden is an OverrideVoteCast of GovernorCountingOverridable:
+	// a delegator voted with its own balance in place of its delegate.
+	TypeVoteOverridden   = "vote.overridden"
 	TypeProposalQueued   = "proposal.queued"
 	TypeProposalExecuted = "proposal.executed"
 	TypeProposalCanceled = "proposal.canceled"

@@ -24,6 +24,9 @@ type TokenEvent struct {
 	TxHash      string
 	LogIndex    uint
 	At          time.Time // block time
+	// Timepoint is the governor's clock() at BlockNumber: the key of the
+	// token's checkpoint that the event wrote, what getPastVotes takes.
+	Timepoint uint64
 
 	// DelegateChanged
 	Delegator    string

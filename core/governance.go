@@ -25,15 +25,21 @@ type DAOCursor struct {
 }
 
 // GovernorDetails is what the indexer's probe learns of a DAO's governor
-// when it checks the DAO against its chain: its clock, its timelock's grace
-// period and its voting token. The store keeps it for the DAO's generation,
-// so that a new leader or a restarted process does not ask the chain
-// again about a DAO that has not changed.
+// when it checks the DAO against its chain: its clock, how it counts, its
+// timelock's grace period and its voting token. The store keeps it for the
+// DAO's generation, so that a new leader or a restarted process does not
+// ask the chain again about a DAO that has not changed.
 type GovernorDetails struct {
 	DAO        string
 	Generation int64
-	// Clock is ClockBlockNumber or ClockTimestamp (ERC-6372 CLOCK_MODE).
-	Clock string
+	// Clock is ClockBlockNumber or ClockTimestamp (ERC-6372 CLOCK_MODE);
+	// HasClock is true where the governor answers clock().
+	Clock    string
+	HasClock bool
+	// CountingMode is the governor's COUNTING_MODE() ("" without one);
+	// QuorumAbstain is true where abstentions count towards its quorum.
+	CountingMode  string
+	QuorumAbstain bool
 	// GraceSeconds is the timelock's GRACE_PERIOD (0: none).
 	GraceSeconds uint64
 	// Token is the voting token, 0x-hex.
@@ -114,17 +120,21 @@ type Proposal struct {
 	VoteStart uint64 `json:"voteStart"`
 	VoteEnd   uint64 `json:"voteEnd"`
 	// Clock is the unit of VoteStart and VoteEnd: ClockBlockNumber or
-	// ClockTimestamp (ERC-6372 CLOCK_MODE of the governor).
+	// ClockTimestamp (ERC-6372 CLOCK_MODE of the governor). On a
+	// block-number clock the timepoints are the governor's clock() (an L2
+	// token may count layer-1 blocks), not necessarily the chain's numbers.
 	Clock string `json:"clock"`
 	// State is what the governor's state(proposalId) answers at the DAO's
 	// indexed block (one of ProposalStates).
 	State string `json:"state"`
-	// Quorum is the votes needed, at the proposal's snapshot (decimal); nil
-	// while the proposal is pending, before the snapshot can be read.
+	// Quorum is the votes needed, at the proposal's snapshot (decimal),
+	// read from the block where voting opened. It is nil while the
+	// proposal is pending, and stays nil for a proposal canceled before
+	// voting opened: such a proposal never had a snapshot to count against.
 	Quorum *string `json:"quorum"`
-	// QuorumReached applies the governor's own rule to the tallies:
-	// for+abstain on OpenZeppelin's GovernorCountingSimple, for on Bravo
-	// and Alpha.
+	// QuorumReached applies the governor's own rule to the tallies: the
+	// quorum= of its COUNTING_MODE (for+abstain on OpenZeppelin's Simple,
+	// Fractional and Overridable modules), for on Bravo and Alpha.
 	QuorumReached bool      `json:"quorumReached"`
 	ForVotes      string    `json:"forVotes"`     // decimal
 	AgainstVotes  string    `json:"againstVotes"` // decimal
@@ -160,21 +170,50 @@ func ProposalTitle(description string) string {
 	return strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(line), "#"))
 }
 
-// Vote is one VoteCast or VoteCastWithParams event.
+// Vote kinds.
+const (
+	// VoteKindVote is a VoteCast or VoteCastWithParams: a delegate voting
+	// with its delegated weight.
+	VoteKindVote = "vote"
+	// VoteKindOverride is an OverrideVoteCast (GovernorCountingOverridable):
+	// a delegator voting with its own balance in place of its delegate.
+	VoteKindOverride = "override"
+)
+
+// SupportFractional is the support of a split vote (GovernorCountingFractional).
+const SupportFractional uint8 = 255
+
+// Vote is one VoteCast, VoteCastWithParams or OverrideVoteCast event.
 type Vote struct {
-	DAO         string    `json:"dao"`
-	ChainID     uint64    `json:"chainId"`
-	ProposalID  string    `json:"proposalId"`
-	Voter       string    `json:"voter"`   // EIP-55
-	Support     uint8     `json:"support"` // 0 against, 1 for, 2 abstain
-	Weight      string    `json:"weight"`  // decimal
-	Reason      string    `json:"reason"`
-	Params      string    `json:"params,omitempty"` // 0x-hex; "" for VoteCast
-	BlockNumber uint64    `json:"blockNumber"`
-	BlockHash   string    `json:"blockHash"`
-	TxHash      string    `json:"txHash"`
-	LogIndex    uint      `json:"logIndex"`
-	CastAt      time.Time `json:"castAt"` // block time
+	DAO        string `json:"dao"`
+	ChainID    uint64 `json:"chainId"`
+	ProposalID string `json:"proposalId"`
+	Voter      string `json:"voter"` // EIP-55
+	// Kind is VoteKindVote or VoteKindOverride.
+	Kind string `json:"kind"`
+	// Support is 0 against, 1 for, 2 abstain, or 255 (SupportFractional)
+	// for a split vote.
+	Support uint8  `json:"support"`
+	Weight  string `json:"weight"` // decimal: what this event counted
+	// ForWeight, AgainstWeight and AbstainWeight are how Weight was
+	// counted: all of it on the side of Support, or a split vote's three
+	// parts. They add up to Weight.
+	ForWeight     string `json:"forWeight"`
+	AgainstWeight string `json:"againstWeight"`
+	AbstainWeight string `json:"abstainWeight"`
+	// Delegate, DelegateSupport and ReducedWeight are set on an override
+	// that took weight back from a delegate that had voted (VoteReduced):
+	// the delegate's tally on DelegateSupport fell by ReducedWeight.
+	Delegate        string    `json:"delegate,omitempty"`
+	DelegateSupport *uint8    `json:"delegateSupport,omitempty"`
+	ReducedWeight   string    `json:"reducedWeight,omitempty"`
+	Reason          string    `json:"reason"`
+	Params          string    `json:"params,omitempty"` // 0x-hex; "" for VoteCast
+	BlockNumber     uint64    `json:"blockNumber"`
+	BlockHash       string    `json:"blockHash"`
+	TxHash          string    `json:"txHash"`
+	LogIndex        uint      `json:"logIndex"`
+	CastAt          time.Time `json:"castAt"` // block time
 }
 
 // IndexBatch is what one indexing step writes, all or nothing.
@@ -200,6 +239,12 @@ type IndexBatch struct {
 	// Notifications are inserted with their delivery fan-out; one whose ID
 	// is already stored is skipped.
 	Notifications []Notification
+	// Timeline are entries of proposals' timelines; one already stored
+	// (same DAO, proposal, event and block) is left as it is.
+	Timeline []TimelineEntry
+	// Governor, when set, is what the DAO's governor said of itself, to
+	// keep (it replaces what was kept).
+	Governor *GovernorInfo
 	// Blocks are block hashes to remember.
 	Blocks []BlockRef
 	// Joined marks a part of a ChainBatch whose DAO follows the chain's
@@ -280,4 +325,103 @@ type Backfill struct {
 	BlocksPerSecond float64 `json:"blocksPerSecond"`
 	// ETASeconds is the estimated time left, -1 until there is a rate.
 	ETASeconds float64 `json:"etaSeconds"`
+}
+
+// Timeline events: the state changes and events of a proposal.
+const (
+	TimelineCreated   = "created"
+	TimelineActive    = "active"
+	TimelineExtended  = "extended"
+	TimelineSucceeded = "succeeded"
+	TimelineDefeated  = "defeated"
+	TimelineQueued    = "queued"
+	TimelineExecuted  = "executed"
+	TimelineCanceled  = "canceled"
+	TimelineExpired   = "expired"
+)
+
+// TimelineEntry is one step of a proposal's life: an event the governor
+// emitted (TxHash set), or a change of state() that the clock made (no
+// transaction: Block is the first block where state() answered the new
+// state).
+type TimelineEntry struct {
+	DAO        string    `json:"-"`
+	ProposalID string    `json:"-"`
+	ChainID    uint64    `json:"-"`
+	Event      string    `json:"event"`
+	Block      uint64    `json:"block"`
+	Time       time.Time `json:"time"`
+	TxHash     string    `json:"txHash,omitempty"`
+}
+
+// VoteStats are a proposal's votes counted by side, from its stored votes.
+type VoteStats struct {
+	// Voters counts the accounts whose counted weight on the side is
+	// positive (a split vote counts on each side it gives weight to; a
+	// delegate whose vote overrides took back entirely counts on none).
+	VotersFor     int64 `json:"votersFor"`
+	VotersAgainst int64 `json:"votersAgainst"`
+	VotersAbstain int64 `json:"votersAbstain"`
+	Voters        int64 `json:"voters"`
+	// The weights add up to the proposal's tallies.
+	ForWeight     string `json:"forWeight"`
+	AgainstWeight string `json:"againstWeight"`
+	AbstainWeight string `json:"abstainWeight"`
+	TotalWeight   string `json:"totalWeight"`
+	// ForShare, AgainstShare and AbstainShare are each side's part of
+	// TotalWeight, 0 to 1 (0 with no votes).
+	ForShare     float64 `json:"forShare"`
+	AgainstShare float64 `json:"againstShare"`
+	AbstainShare float64 `json:"abstainShare"`
+	// QuorumShare is the votes that count towards quorum (the governor's
+	// rule) over the quorum; above 1 once reached; nil without a quorum.
+	QuorumShare *float64 `json:"quorumShare"`
+	// DelegatedAtSnapshot is the voting power delegated at the snapshot:
+	// the sum of every delegate's votes at voteStart, from the token's
+	// DelegateVotesChanged events; Turnout is TotalWeight over it.
+	DelegatedAtSnapshot *string  `json:"delegatedAtSnapshot"`
+	Turnout             *float64 `json:"turnout"`
+}
+
+// PowerChange is one change of an account's voting power: a
+// DelegateVotesChanged of the token.
+type PowerChange struct {
+	Block uint64 `json:"block"`
+	// Timepoint is the governor's clock at Block: what ?at= takes.
+	Timepoint     uint64    `json:"timepoint"`
+	Time          time.Time `json:"time"`
+	TxHash        string    `json:"txHash"`
+	LogIndex      uint      `json:"logIndex"`
+	PreviousPower string    `json:"previousPower"`
+	Power         string    `json:"power"`
+}
+
+// GovernorInfo is what a DAO's governor says of itself, as the indexer
+// read it: how it counts votes and the unit of its timepoints.
+type GovernorInfo struct {
+	// CountingMode is its COUNTING_MODE(), such as
+	// "support=bravo&quorum=for,abstain"; "" for a governor without one
+	// (GovernorBravo, GovernorAlpha).
+	CountingMode string `json:"countingMode"`
+	// ClockMode is ClockBlockNumber or ClockTimestamp (ERC-6372).
+	ClockMode string `json:"clockMode"`
+}
+
+// QuorumCountsAbstain reports whether abstentions count towards the
+// governor's quorum: the quorum= of its COUNTING_MODE names abstain
+// (every OpenZeppelin counting module). A governor without a
+// COUNTING_MODE counts for votes only (Bravo and Alpha), unless it is an
+// OpenZeppelin governor (kind), whose modules all count abstentions.
+func (g GovernorInfo) QuorumCountsAbstain(kind GovernorKind) bool {
+	for _, kv := range strings.Split(g.CountingMode, "&") {
+		if v, ok := strings.CutPrefix(kv, "quorum="); ok {
+			for _, side := range strings.Split(v, ",") {
+				if side == "abstain" {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return kind == KindOZGovernor
 }

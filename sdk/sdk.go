@@ -71,8 +71,12 @@ type Notification = abi.Notification
 // Notification types the chain indexer emits; the admin API may publish
 // others, such as TypeTest.
 const (
-	TypeProposalCreated  = "proposal.created"
-	TypeVoteCast         = "vote.cast"
+	TypeProposalCreated = "proposal.created"
+	TypeVoteCast        = "vote.cast"
+	// TypeVoteOverridden is a delegator's vote in place of its delegate
+	// (OpenZeppelin's GovernorCountingOverridable); its data is vote.cast's
+	// plus the delegate it took weight from.
+	TypeVoteOverridden   = "vote.overridden"
 	TypeProposalQueued   = "proposal.queued"
 	TypeProposalExecuted = "proposal.executed"
 	TypeProposalCanceled = "proposal.canceled"

@@ -15,7 +15,7 @@
 // An empty or missing types list keeps every type. minVoteWeight is a
 // decimal integer in the token's smallest unit, compared as a big integer
 // (weights are uint256); votes below it are dropped, other types are not
-// affected. A drop says why: `type "proposal.queued" is not in the list`
+// affected (vote.cast and vote.overridden are votes). A drop says why: `type "proposal.queued" is not in the list`
 // or `vote weight 10 is below the minimum 1000`.
 //
 // Build: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o event-filter.wasm .
@@ -121,7 +121,7 @@ func filter(n sdk.Notification, cfg Config) (keep bool, reason string) {
 	if n.Type == sdk.TypeDelegateChanged || n.Type == sdk.TypeDelegateVotesChanged {
 		return keepDelegation(n, cfg)
 	}
-	if cfg.min == nil || n.Type != sdk.TypeVoteCast {
+	if cfg.min == nil || (n.Type != sdk.TypeVoteCast && n.Type != sdk.TypeVoteOverridden) {
 		return true, ""
 	}
 	if w := weight(n); w.Cmp(cfg.min) < 0 {

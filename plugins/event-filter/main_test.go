@@ -33,6 +33,8 @@ func TestPlugin(t *testing.T) {
 		plugintest.Case{Name: "negative minimum", Input: voteOf(`"1"`), Config: Config{MinVoteWeight: "-1"}, Want: &plugintest.Want{Error: "not a decimal uint256"}},
 		plugintest.Case{Name: "vote without a weight", Input: voteOf(`null`), Config: Config{MinVoteWeight: "1"}, Want: &plugintest.Want{Error: "no weight"}},
 		plugintest.Case{Name: "weight in hex", Input: voteOf(`"0x10"`), Config: Config{MinVoteWeight: "1"}, Want: &plugintest.Want{Error: "decode vote"}},
+		plugintest.Case{Name: "an override is a vote", Input: sdk.Notification{ID: "o", Type: sdk.TypeVoteOverridden, DAO: "ens", Data: json.RawMessage(`{"weight":"900","delegate":null}`)},
+			Config: Config{MinVoteWeight: "1000"}, Want: &plugintest.Want{Reason: "vote weight 900 is below the minimum 1000"}},
 	)
 }
 

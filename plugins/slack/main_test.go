@@ -102,7 +102,7 @@ func TestAppendJSONIsMarshal(t *testing.T) {
 	data := `{"proposalId":"7","proposer":"0xabc","title":"Fund \"grants\" <now>","description":"# Fund\nDetails\u2028follow \u0001","voter":"0x1b3cb81e51011b549d78bf720b0d924ac763a7c2",
 		"support":2,"weight":"1234567890123456789012345","reason":"Good for <everyone> & more\n\ttabs","eta":"1700000000","extendedDeadline":"99",
 		"forVotes":"1","againstVotes":"2","abstainVotes":"3","quorum":"4","quorumReached":false,"secondsLeft":"3600","endsAt":"2025-03-02T09:30:00Z","estimated":true}`
-	types := []string{sdk.TypeProposalCreated, sdk.TypeVoteCast, sdk.TypeProposalQueued, sdk.TypeProposalExecuted, sdk.TypeProposalCanceled,
+	types := []string{sdk.TypeProposalCreated, sdk.TypeVoteCast, sdk.TypeVoteOverridden, sdk.TypeProposalQueued, sdk.TypeProposalExecuted, sdk.TypeProposalCanceled,
 		sdk.TypeProposalExtended, sdk.TypeProposalActive, sdk.TypeProposalEndingSoon, sdk.TypeProposalSucceeded, sdk.TypeProposalDefeated,
 		sdk.TypeProposalExpired, sdk.TypeTest, "something.else"}
 	for _, typ := range types {

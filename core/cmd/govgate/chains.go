@@ -319,6 +319,12 @@ func (s *chainService) DeleteDAO(ctx context.Context, slug string) error {
 
 func (s *chainService) Health() httpapi.HealthSource { return s.monitor }
 
+// Governor answers what the indexer read of a DAO's governor, from the
+// store: every process serving the DAO knows it, not only the indexing one.
+func (s *chainService) Governor(ctx context.Context, slug string) (core.GovernorInfo, bool, error) {
+	return s.st.Governor(ctx, slug)
+}
+
 // DAOs is the catalog in force.
 func (s *chainService) DAOs() core.DAOCatalog { return s.catalog }
 

@@ -211,7 +211,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 		return nil
 	}
 	if only["api"] {
-		if err := listen("api", cfg.API.Addr, httpapi.NewAPI(httpapi.APIConfig{DAOs: chainSvc.DAOs(), Health: chainSvc.Health(), Logger: log, Routes: chainSvc.APIRoutes()})); err != nil {
+		if err := listen("api", cfg.API.Addr, httpapi.NewAPI(httpapi.APIConfig{DAOs: chainSvc.DAOs(), Health: chainSvc.Health(), Logger: log, Routes: chainSvc.APIRoutes(), Governor: chainSvc.Governor})); err != nil {
 			return err
 		}
 	}
@@ -310,7 +310,7 @@ func adminHandler(cfg config.Config, log *slog.Logger, st httpapi.AdminStore, re
 	var admin http.Handler
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { admin.ServeHTTP(w, r) })
 	// The page reads proposals from the REST API's routes, in-process too.
-	rest := httpapi.NewAPI(httpapi.APIConfig{DAOs: chains.DAOs(), Health: chains.Health(), Logger: log, Routes: chains.APIRoutes()})
+	rest := httpapi.NewAPI(httpapi.APIConfig{DAOs: chains.DAOs(), Health: chains.Health(), Logger: log, Routes: chains.APIRoutes(), Governor: chains.Governor})
 	if ui, err := webui.New(webui.Config{API: api, REST: rest, Token: cfg.Admin.Token, Logger: log, SecureCookies: cfg.Admin.SecureCookies}); err != nil {
 		log.Error("admin page disabled; the admin API still runs", "err", err)
 	} else {

@@ -173,6 +173,8 @@ type IndexerStatus struct {
 	Leader               bool
 	Backfill             *core.Backfill
 	NotifyFromBlock      uint64
+	CountingMode         string
+	ClockMode            string
 	LastError            string
 	LastErrorAt          time.Time
 	Fault                string

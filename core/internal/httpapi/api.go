@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 
@@ -25,6 +26,18 @@ type APIConfig struct {
 	Logger *slog.Logger
 	// Routes adds more routes (proposals).
 	Routes []func(e *gin.Engine)
+	// Governor, when set, tells what the indexer read of a DAO's governor
+	// (its COUNTING_MODE() and clock unit), served with GET /daos; false
+	// before it was read.
+	Governor func(ctx context.Context, slug string) (core.GovernorInfo, bool, error)
+}
+
+// daoItem is a DAO as GET /daos serves it: its configuration, and what
+// its governor said of itself once read.
+type daoItem struct {
+	core.DAO
+	CountingMode *string `json:"countingMode,omitempty"`
+	ClockMode    *string `json:"clockMode,omitempty"`
 }
 
 // NewAPI returns the handler of the REST API listener.
@@ -36,7 +49,27 @@ func NewAPI(cfg APIConfig) http.Handler {
 		daos = core.FixedDAOs{}
 	}
 	e.GET("/openapi.yaml", serveOpenAPI)
-	e.GET("/daos", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"items": publicDAOs(daos.DAOs())}) })
+	e.GET("/daos", func(c *gin.Context) {
+		list := publicDAOs(daos.DAOs())
+		items := make([]daoItem, len(list))
+		for i, d := range list {
+			items[i].DAO = d
+			if cfg.Governor == nil {
+				continue
+			}
+			g, ok, err := cfg.Governor(c.Request.Context(), d.Slug)
+			if err != nil {
+				// The DAOs are the configuration: a store that cannot
+				// answer leaves out what the governor said, not the list.
+				log.Warn("read governor", "dao", d.Slug, "err", err)
+				continue
+			}
+			if ok {
+				items[i].CountingMode, items[i].ClockMode = &g.CountingMode, &g.ClockMode
+			}
+		}
+		c.JSON(http.StatusOK, gin.H{"items": items})
+	})
 	e.GET("/:dao/health", func(c *gin.Context) {
 		slug := c.Param("dao")
 		if _, ok := daos.DAO(slug); !ok {

@@ -22,6 +22,56 @@ type DelegateReader interface {
 	ListVotesBy(ctx context.Context, dao, voter string, p core.Page) ([]core.VoteWithProposal, int64, error)
 	PowerAt(ctx context.Context, dao, clock string, at uint64) (string, error)
 	ListProposals(ctx context.Context, dao, state string, p core.Page) ([]core.Proposal, int64, error)
+	PowerOfAt(ctx context.Context, dao, clock, account string, at uint64) (power, delegate string, err error)
+	PowerHistory(ctx context.Context, dao, clock, account string, before uint64, limit int) ([]core.PowerChange, uint64, error)
+	Governor(ctx context.Context, dao string) (core.GovernorInfo, bool, error)
+}
+
+// clockOf returns the unit of a DAO's timepoints: its governor's
+// ERC-6372 clock as the indexer read it, else the clock its proposals
+// were indexed with, else block numbers (nothing indexed yet).
+func clockOf(ctx context.Context, r DelegateReader, dao string) (string, error) {
+	g, ok, err := r.Governor(ctx, dao)
+	if err != nil {
+		return "", err
+	}
+	if ok && g.ClockMode != "" {
+		return g.ClockMode, nil
+	}
+	props, _, err := r.ListProposals(ctx, dao, "", core.Page{Limit: 1})
+	if err != nil {
+		return "", err
+	}
+	if len(props) > 0 && props[0].Clock != "" {
+		return props[0].Clock, nil
+	}
+	return core.ClockBlockNumber, nil
+}
+
+// share is part over total, 0 to 1 (0 when total is 0).
+func share(part, total string) float64 {
+	p, ok1 := new(big.Int).SetString(part, 10)
+	t, ok2 := new(big.Int).SetString(total, 10)
+	if !ok1 || !ok2 || t.Sign() <= 0 {
+		return 0
+	}
+	f, _ := new(big.Rat).SetFrac(p, t).Float64()
+	return min(f, 1)
+}
+
+// atOf reads ?at=, a timepoint of the governor's clock; ok is false after
+// writing the error. set is false without one.
+func atOf(c *gin.Context, log *slog.Logger) (at uint64, set, ok bool) {
+	v := c.Query("at")
+	if v == "" {
+		return 0, false, true
+	}
+	n, err := strconv.ParseUint(v, 10, 63)
+	if err != nil {
+		writeError(c, log, core.Errorf(core.ECodeInvalidRequest, "at must be a timepoint of the governor's clock: a block number, or a Unix time on a timestamp clock"))
+		return 0, false, false
+	}
+	return n, true, true
 }
 
 // delegatePage is the body of GET /{dao}/delegates.
@@ -119,6 +169,10 @@ func DelegateRoutes(r DelegateReader, daos core.DAOCatalog, log *slog.Logger) fu
 				votesPage.Before = n
 			}
 			ctx := c.Request.Context()
+			at, atSet, ok := atOf(c, log)
+			if !ok {
+				return
+			}
 			d, found, err := r.Delegate(ctx, slug, addr)
 			if err != nil {
 				writeError(c, log, err)
@@ -127,6 +181,26 @@ func DelegateRoutes(r DelegateReader, daos core.DAOCatalog, log *slog.Logger) fu
 			if !found {
 				writeError(c, log, core.Errorf(core.ECodeNotFound, "%s never held delegated power, had delegators or voted in %s", addr, slug))
 				return
+			}
+			if atSet {
+				// As of a past timepoint: the power the token's
+				// getPastVotes answers there, and its share of the
+				// power delegated then.
+				clock, err := clockOf(ctx, r, slug)
+				if err != nil {
+					writeError(c, log, err)
+					return
+				}
+				if d.VotingPower, _, err = r.PowerOfAt(ctx, slug, clock, addr, at); err != nil {
+					writeError(c, log, err)
+					return
+				}
+				total, err := r.PowerAt(ctx, slug, clock, at)
+				if err != nil {
+					writeError(c, log, err)
+					return
+				}
+				d.Share = share(d.VotingPower, total)
 			}
 			delegators, nextDelegator, err := r.ListDelegators(ctx, slug, addr, c.Query("delegatorsBefore"), limit)
 			if err != nil {
@@ -145,7 +219,11 @@ func DelegateRoutes(r DelegateReader, daos core.DAOCatalog, log *slog.Logger) fu
 			if nextDelegator != "" {
 				dl["nextBefore"] = nextDelegator
 			}
-			c.JSON(http.StatusOK, gin.H{"delegate": d, "delegators": dl, "votes": listBody(votes, nextVote)})
+			body := gin.H{"delegate": d, "delegators": dl, "votes": listBody(votes, nextVote)}
+			if atSet {
+				body["at"] = at
+			}
+			c.JSON(http.StatusOK, body)
 		})
 		e.GET("/:dao/accounts/:address", func(c *gin.Context) {
 			slug, ok := dao(c)
@@ -157,6 +235,31 @@ func DelegateRoutes(r DelegateReader, daos core.DAOCatalog, log *slog.Logger) fu
 				return
 			}
 			ctx := c.Request.Context()
+			at, atSet, ok := atOf(c, log)
+			if !ok {
+				return
+			}
+			if atSet {
+				// As of a past timepoint of the governor's clock: what the
+				// token's getPastVotes answers there, and whom the account
+				// delegated to then.
+				clock, err := clockOf(ctx, r, slug)
+				if err != nil {
+					writeError(c, log, err)
+					return
+				}
+				power, delegate, err := r.PowerOfAt(ctx, slug, clock, addr, at)
+				if err != nil {
+					writeError(c, log, err)
+					return
+				}
+				var to *string
+				if delegate != "" && common.HexToAddress(delegate) != (common.Address{}) {
+					to = &delegate
+				}
+				c.JSON(http.StatusOK, gin.H{"dao": slug, "address": addr, "clock": clock, "at": at, "votingPower": power, "delegatedTo": to})
+				return
+			}
 			body := gin.H{"dao": slug, "address": addr, "delegation": nil, "delegate": nil}
 			if d, found, err := r.Delegation(ctx, slug, addr); err != nil {
 				writeError(c, log, err)
@@ -169,6 +272,48 @@ func DelegateRoutes(r DelegateReader, daos core.DAOCatalog, log *slog.Logger) fu
 				return
 			} else if found {
 				body["delegate"] = d
+			}
+			c.JSON(http.StatusOK, body)
+		})
+		e.GET("/:dao/accounts/:address/history", func(c *gin.Context) {
+			slug, ok := dao(c)
+			if !ok {
+				return
+			}
+			addr, ok := address(c)
+			if !ok {
+				return
+			}
+			limit, ok := limitOf(c)
+			if !ok {
+				return
+			}
+			var before uint64
+			if v := c.Query("before"); v != "" {
+				n, err := strconv.ParseUint(v, 10, 63)
+				if err != nil || n == 0 {
+					writeError(c, log, core.Errorf(core.ECodeInvalidRequest, "before must be a positive block number"))
+					return
+				}
+				before = n
+			}
+			ctx := c.Request.Context()
+			clock, err := clockOf(ctx, r, slug)
+			if err != nil {
+				writeError(c, log, err)
+				return
+			}
+			items, next, err := r.PowerHistory(ctx, slug, clock, addr, before, limit)
+			if err != nil {
+				writeError(c, log, err)
+				return
+			}
+			if items == nil {
+				items = []core.PowerChange{}
+			}
+			body := gin.H{"dao": slug, "address": addr, "clock": clock, "items": items, "nextBefore": nil}
+			if next > 0 {
+				body["nextBefore"] = next
 			}
 			c.JSON(http.StatusOK, body)
 		})

@@ -181,10 +181,16 @@ func seedProposals(t *testing.T, s *store.Store) {
 		ForVotes: "40000000000000000000000000", AgainstVotes: "0", AbstainVotes: "1", ETA: 1764237600,
 		CreatedBlock: 19874000, CreatedTx: hexHash(0xa2), CreatedAt: at.Add(time.Minute), UpdatedBlock: 19876000, UpdatedAt: at.Add(time.Hour)}
 	vote := func(i byte, voter string, support uint8, weight, params string) core.Vote {
-		return core.Vote{DAO: "healthy", ChainID: 1, ProposalID: ozProposalID, Voter: voter, Support: support, Weight: weight,
+		return core.Vote{DAO: "healthy", ChainID: 1, ProposalID: ozProposalID, Voter: voter, Kind: core.VoteKindVote, Support: support, Weight: weight,
 			Reason: "", Params: params, BlockNumber: 19876000 + uint64(i), BlockHash: hexHash(0xb0 + i), TxHash: hexHash(0xc0 + i),
 			LogIndex: uint(i), CastAt: at.Add(time.Duration(i) * time.Minute)}
 	}
+	// A split vote (GovernorCountingFractional: against, for, abstain as
+	// three uint128) and an override that took weight back from a's vote.
+	split := "0x" + fmt.Sprintf("%032x%032x%032x", 1, 2, 3)
+	override := vote(5, "0x6f3E6272A167e8AcCb32072d08E0957F9c79223d", 0, "7", "")
+	forSide := uint8(1)
+	override.Kind, override.Delegate, override.DelegateSupport, override.ReducedWeight = core.VoteKindOverride, "0x8E4ED221fa034245F14205f781E0b13C5bd6a42E", &forSide, "7"
 	a, bb := "0x8E4ED221fa034245F14205f781E0b13C5bd6a42E", "0x6f3E6272A167e8AcCb32072d08E0957F9c79223d"
 	token := func(i byte, kind, who, from, to, moved, prev, next string) core.TokenEvent {
 		return core.TokenEvent{DAO: "healthy", ChainID: 1, Token: "0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984", Kind: kind,
@@ -205,6 +211,13 @@ func seedProposals(t *testing.T, s *store.Store) {
 			vote(1, "0x8E4ED221fa034245F14205f781E0b13C5bd6a42E", 1, "2500000000000000000000000", ""),
 			vote(2, "0x6f3E6272A167e8AcCb32072d08E0957F9c79223d", 0, "7", "0x00ff"),
 			vote(3, "0x323A76393544d5ecca80cd6ef2A560C6a395b7E3", 2, "0", ""),
+			vote(4, "0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984", core.SupportFractional, "6", split),
+			override,
+		},
+		Governor: &core.GovernorInfo{CountingMode: "support=bravo&quorum=for,abstain", ClockMode: core.ClockBlockNumber},
+		Timeline: []core.TimelineEntry{
+			{DAO: "healthy", ProposalID: ozProposalID, ChainID: 1, Event: core.TimelineCreated, Block: 19875990, Time: at, TxHash: hexHash(0xa1)},
+			{DAO: "healthy", ProposalID: ozProposalID, ChainID: 1, Event: core.TimelineActive, Block: 19876000, Time: at.Add(2 * time.Minute)},
 		}}
 	if err := s.ApplyBatch(context.Background(), b); err != nil {
 		t.Fatal(err)
@@ -480,7 +493,9 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		seedProposals(t, e.store)
 		mon := startMonitor(t, e.store, log)
-		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(specDAOs), Health: mon, Logger: log,
+		// The indexer has read healthy's governor (seedProposals), not the
+		// others' yet.
+		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(specDAOs), Health: mon, Logger: log, Governor: e.store.Governor,
 			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(httpapi.WithActions(e.store, specDecoder(t)), core.FixedDAOs(specDAOs), log), httpapi.DelegateRoutes(e.store, core.FixedDAOs(specDAOs), log)}}))
 		t.Cleanup(api.Close)
 		catalog := core.NewLiveDAOs(nil)
@@ -505,7 +520,16 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		one := proposals + "/" + ozProposalID
 
 		cases := []specCase{
-			{name: "daos", method: "GET", path: "/daos", status: 200, check: wantItems("items", len(specDAOs))},
+			{name: "daos", method: "GET", path: "/daos", status: 200, check: func(t *testing.T, r response) {
+				wantItems("items", len(specDAOs))(t, r)
+				items := jsonField(t, r, "items").([]any)
+				if got := items[0].(map[string]any)["countingMode"]; got != "support=bravo&quorum=for,abstain" {
+					t.Fatalf("healthy's countingMode %v", got)
+				}
+				if _, ok := items[1].(map[string]any)["countingMode"]; ok {
+					t.Fatalf("degraded's governor was not read, yet it has a countingMode: %v", items[1])
+				}
+			}},
 			{name: "document", method: "GET", path: "/openapi.yaml", status: 200, check: tg.wantDocument},
 			{name: "POST document", method: "POST", path: "/openapi.yaml", status: 405},
 			{name: "POST daos", method: "POST", path: "/daos", status: 405},
@@ -549,12 +573,43 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 			{name: "account delegating", method: "GET", path: "/healthy/accounts/0x6f3E6272A167e8AcCb32072d08E0957F9c79223d", status: 200},
 			{name: "account never seen", method: "GET", path: "/healthy/accounts/0x1111111111111111111111111111111111111111", status: 200},
 			{name: "account not an address", method: "GET", path: "/healthy/accounts/0x12", status: 404, req: reqInvalid},
+			{name: "account at its first checkpoint", method: "GET", path: "/healthy/accounts/0x8E4ED221fa034245F14205f781E0b13C5bd6a42E?at=19870001", status: 200, check: func(t *testing.T, r response) {
+				wantField("votingPower", "2500000000000000000000000")(t, r)
+				wantField("delegatedTo", "0x8E4ED221fa034245F14205f781E0b13C5bd6a42E")(t, r)
+			}},
+			{name: "account before its checkpoints", method: "GET", path: "/healthy/accounts/0x8E4ED221fa034245F14205f781E0b13C5bd6a42E?at=19869999", status: 200, check: func(t *testing.T, r response) {
+				wantField("votingPower", "0")(t, r)
+				wantField("delegatedTo", "<nil>")(t, r)
+			}},
+			{name: "account at, delegating", method: "GET", path: "/healthy/accounts/0x6f3E6272A167e8AcCb32072d08E0957F9c79223d?at=19870003", status: 200, check: wantField("delegatedTo", "0x8E4ED221fa034245F14205f781E0b13C5bd6a42E")},
+			{name: "account bad at", method: "GET", path: "/healthy/accounts/0x8E4ED221fa034245F14205f781E0b13C5bd6a42E?at=yesterday", status: 422, req: reqInvalid},
+			{name: "account history", method: "GET", path: "/healthy/accounts/0x8E4ED221fa034245F14205f781E0b13C5bd6a42E/history", status: 200, check: func(t *testing.T, r response) {
+				wantItems("items", 2)(t, r)
+				wantField("nextBefore", "<nil>")(t, r)
+			}},
+			{name: "account history first page", method: "GET", path: "/healthy/accounts/0x8E4ED221fa034245F14205f781E0b13C5bd6a42E/history?limit=1", status: 200, check: func(t *testing.T, r response) {
+				wantItems("items", 1)(t, r)
+				wantField("nextBefore", "19870003")(t, r)
+			}},
+			{name: "account history next page", method: "GET", path: "/healthy/accounts/0x8E4ED221fa034245F14205f781E0b13C5bd6a42E/history?limit=1&before=19870003", status: 200, check: wantItems("items", 1)},
+			{name: "account history bad before", method: "GET", path: "/healthy/accounts/0x8E4ED221fa034245F14205f781E0b13C5bd6a42E/history?before=0", status: 422, req: reqInvalid},
+			{name: "account history not an address", method: "GET", path: "/healthy/accounts/0x12/history", status: 404, req: reqInvalid},
+			{name: "account history of unknown dao", method: "GET", path: "/nope/accounts/0x8E4ED221fa034245F14205f781E0b13C5bd6a42E/history", status: 404},
+			{name: "delegate at a past block", method: "GET", path: "/healthy/delegates/0x8E4ED221fa034245F14205f781E0b13C5bd6a42E?at=19870001", status: 200, check: func(t *testing.T, r response) {
+				wantField("delegate.votingPower", "2500000000000000000000000")(t, r)
+				wantField("at", "19870001")(t, r)
+			}},
+			{name: "delegate bad at", method: "GET", path: "/healthy/delegates/0x8E4ED221fa034245F14205f781E0b13C5bd6a42E?at=-3", status: 422, req: reqInvalid},
 			{name: "power now", method: "GET", path: "/healthy/power", status: 200},
 			{name: "power at a block", method: "GET", path: "/healthy/power?at=19870001&limit=1", status: 200},
 			{name: "power bad at", method: "GET", path: "/healthy/power?at=-1", status: 422, req: reqInvalid},
 			{name: "power of unknown dao", method: "GET", path: "/nope/power", status: 404},
 			{name: "POST proposals", method: "POST", path: proposals, status: 405},
-			{name: "proposal", method: "GET", path: one, status: 200, check: wantItems("votes.items", 3)},
+			{name: "proposal", method: "GET", path: one, status: 200, check: func(t *testing.T, r response) {
+				wantItems("votes.items", 5)(t, r)
+				wantItems("timeline", 2)(t, r)
+				wantField("statistics.voters", "3")(t, r)
+			}},
 			{name: "proposal votes first page", method: "GET", path: one + "?limit=2", status: 200, check: wantItems("votes.items", 2)},
 			{name: "proposal of unknown dao", method: "GET", path: "/nope/proposals/1", status: 404},
 			{name: "unknown proposal", method: "GET", path: proposals + "/999", status: 404},
@@ -618,7 +673,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		// A store that fails: every store-backed route answers 500.
 		broken, _ := b.open(t, log)
 		broken.Close()
-		brokenAPI := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(specDAOs), Health: mon, Logger: log,
+		brokenAPI := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(specDAOs), Health: mon, Logger: log, Governor: broken.Governor,
 			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(broken, core.FixedDAOs(specDAOs), log), httpapi.DelegateRoutes(broken, core.FixedDAOs(specDAOs), log)}}))
 		t.Cleanup(brokenAPI.Close)
 		brokenHooks := httptest.NewServer(httpapi.NewWebhookService(httpapi.WebhookServiceConfig{
@@ -626,11 +681,13 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		t.Cleanup(brokenHooks.Close)
 		failing := newSpecTarget(t, brokenAPI, brokenHooks)
 		failingCases := []specCase{
+			{name: "daos on a failing store", method: "GET", path: "/daos", status: 200, check: wantItems("items", len(specDAOs))},
 			{name: "proposals on a failing store", method: "GET", path: proposals, status: 500},
 			{name: "every DAO's proposals on a failing store", method: "GET", path: "/proposals", status: 500},
 			{name: "delegates on a failing store", method: "GET", path: "/healthy/delegates", status: 500},
 			{name: "delegate on a failing store", method: "GET", path: "/healthy/delegates/0x8E4ED221fa034245F14205f781E0b13C5bd6a42E", status: 500},
 			{name: "account on a failing store", method: "GET", path: "/healthy/accounts/0x8E4ED221fa034245F14205f781E0b13C5bd6a42E", status: 500},
+			{name: "account history on a failing store", method: "GET", path: "/healthy/accounts/0x8E4ED221fa034245F14205f781E0b13C5bd6a42E/history", status: 500},
 			{name: "power on a failing store", method: "GET", path: "/healthy/power", status: 500},
 			{name: "proposal on a failing store", method: "GET", path: one, status: 500},
 			{name: "register on a failing store", on: onWebhooks, method: "POST", path: "/webhooks", header: jsonType, body: body(hook), status: 500},

@@ -17,6 +17,9 @@ type ProposalReader interface {
 	ListProposals(ctx context.Context, dao, state string, p core.Page) ([]core.Proposal, int64, error)
 	Proposal(ctx context.Context, dao, id string) (core.Proposal, bool, error)
 	ListVotes(ctx context.Context, dao, proposalID string, p core.Page) ([]core.Vote, int64, error)
+	Timeline(ctx context.Context, dao, proposalID string) ([]core.TimelineEntry, error)
+	VoteStats(ctx context.Context, p core.Proposal, quorumAbstain bool) (core.VoteStats, error)
+	Governor(ctx context.Context, dao string) (core.GovernorInfo, bool, error)
 }
 
 // ProposalRoutes returns GET /proposals (every DAO's), GET /{dao}/proposals
@@ -74,12 +77,35 @@ func ProposalRoutes(r ProposalReader, daos core.DAOCatalog, log *slog.Logger) fu
 				writeError(c, log, core.Errorf(core.ECodeNotFound, "no proposal %s in %s", id, slug))
 				return
 			}
-			votes, next, err := r.ListVotes(c.Request.Context(), slug, id, p)
+			ctx := c.Request.Context()
+			votes, next, err := r.ListVotes(ctx, slug, id, p)
 			if err != nil {
 				writeError(c, log, err)
 				return
 			}
-			c.JSON(http.StatusOK, gin.H{"proposal": prop, "votes": listBody(votes, next)})
+			timeline, err := r.Timeline(ctx, slug, id)
+			if err != nil {
+				writeError(c, log, err)
+				return
+			}
+			if timeline == nil {
+				timeline = []core.TimelineEntry{}
+			}
+			// The governor's quorum rule: the quorum= of its
+			// COUNTING_MODE (abstentions count on every OpenZeppelin
+			// module), for votes only on Bravo and Alpha.
+			g, _, err := r.Governor(ctx, slug)
+			if err != nil {
+				writeError(c, log, err)
+				return
+			}
+			d, _ := daos.DAO(slug)
+			stats, err := r.VoteStats(ctx, prop, g.QuorumCountsAbstain(d.Kind))
+			if err != nil {
+				writeError(c, log, err)
+				return
+			}
+			c.JSON(http.StatusOK, gin.H{"proposal": prop, "timeline": timeline, "statistics": stats, "votes": listBody(votes, next)})
 		})
 	}
 }

@@ -67,8 +67,23 @@ type voteCastData struct {
 	Support      uint8  `json:"support"`
 	SupportLabel string `json:"supportLabel"`
 	Weight       string `json:"weight"`
-	Reason       string `json:"reason"`
-	Params       string `json:"params,omitempty"`
+	// ForWeight, AgainstWeight and AbstainWeight are how Weight counted:
+	// all of it on Support's side, or a split vote's parts (support 255).
+	ForWeight     string `json:"forWeight"`
+	AgainstWeight string `json:"againstWeight"`
+	AbstainWeight string `json:"abstainWeight"`
+	Reason        string `json:"reason"`
+	Params        string `json:"params,omitempty"`
+}
+
+// voteOverriddenData is vote.overridden: a delegator's OverrideVoteCast,
+// with the VoteReduced of the same transaction when its delegate had voted
+// (Delegate, DelegateSupport and ReducedWeight; null and "0" otherwise).
+type voteOverriddenData struct {
+	voteCastData
+	Delegate        *string `json:"delegate"`
+	DelegateSupport *uint8  `json:"delegateSupport"`
+	ReducedWeight   string  `json:"reducedWeight"`
 }
 
 type proposalQueuedData struct {
@@ -89,6 +104,8 @@ func supportLabel(s uint8) string {
 		return "for"
 	case 2:
 		return "abstain"
+	case core.SupportFractional:
+		return "fractional"
 	}
 	return "other"
 }
@@ -97,6 +114,44 @@ func supportLabel(s uint8) string {
 type tracked struct {
 	p                     Proposal
 	forV, against, abstan *big.Int
+	// base is the proposal as it stood before the batch (as stored, or as
+	// created in it); revs index its revisions in batch.Proposals.
+	base Proposal
+	revs []int
+	// crossings are the time-driven changes of state the batch found,
+	// each at the first block where state() answered it.
+	crossings []crossing
+}
+
+// crossing is a change of state that the clock made, at block.
+type crossing struct {
+	block uint64
+	state string
+}
+
+func newTracked(p Proposal) *tracked {
+	return &tracked{p: p, base: p, forV: parseDec(p.ForVotes), against: parseDec(p.AgainstVotes), abstan: parseDec(p.AbstainVotes)}
+}
+
+// asOf returns the proposal as it stood at the end of block: its last
+// revision at or before it.
+func (b *builder) asOf(t *tracked, block uint64) Proposal {
+	for i := len(t.revs) - 1; i >= 0; i-- {
+		if r := b.batch.Proposals[t.revs[i]]; r.UpdatedBlock <= block {
+			return r
+		}
+	}
+	return t.base
+}
+
+// reduction is a VoteReduced waiting for the OverrideVoteCast that follows
+// it in the same transaction.
+type reduction struct {
+	tx       common.Hash
+	proposal string
+	delegate common.Address
+	support  uint8
+	weight   *big.Int
 }
 
 // builder turns one range of logs of one DAO into a Batch.
@@ -119,23 +174,32 @@ type builder struct {
 	// DelegateChanged, whose moved amount the DelegateVotesChanged of the
 	// same transaction tell; -1 for none.
 	lastChange int
+	// reduced is the last VoteReduced, until its OverrideVoteCast.
+	reduced *reduction
+	// untimed is where in batch.TokenEvents the events without a
+	// timepoint yet begin (stampTimepoints).
+	untimed int
 
 	proposals  map[string]*tracked // by proposal id; nil value: not in the store
 	dirty      []string            // proposals changed in the current block
 	block      uint64
 	blockTime  time.Time
 	blockTimes map[uint64]time.Time
+	// blockHashes are the hashes of blocks whose time blockTimes holds
+	// where known (stampOf).
+	blockHashes map[uint64]string
 }
 
 func newBuilder(r *Runner, d *daoState, notifyFrom uint64) *builder {
 	return &builder{
-		r:          r,
-		d:          d,
-		notifyFrom: notifyFrom,
-		lastChange: -1,
-		batch:      Batch{DAO: d.dao.Slug, ChainID: r.chainID},
-		proposals:  map[string]*tracked{},
-		blockTimes: map[uint64]time.Time{},
+		r:           r,
+		d:           d,
+		notifyFrom:  notifyFrom,
+		lastChange:  -1,
+		batch:       Batch{DAO: d.dao.Slug, ChainID: r.chainID},
+		proposals:   map[string]*tracked{},
+		blockTimes:  map[uint64]time.Time{},
+		blockHashes: map[uint64]string{},
 	}
 }
 
@@ -155,6 +219,7 @@ func (b *builder) add(ctx context.Context, logs []types.Log) error {
 				return err
 			}
 			b.blockTime = t
+			b.blockTimes[l.BlockNumber], b.blockHashes[l.BlockNumber] = t, l.BlockHash.Hex()
 		}
 		if l.BlockNumber != lastRef || len(b.batch.Blocks) == 0 {
 			b.batch.Blocks = append(b.batch.Blocks, BlockRef{Number: l.BlockNumber, Hash: l.BlockHash.Hex()})
@@ -182,7 +247,7 @@ func (b *builder) add(ctx context.Context, logs []types.Log) error {
 		}
 	}
 	b.flush()
-	return nil
+	return b.stampTimepoints(ctx)
 }
 
 // timeOf returns a log's block time: from the log itself where the node
@@ -210,23 +275,30 @@ func (b *builder) flush() {
 		t.p.ForVotes, t.p.AgainstVotes, t.p.AbstainVotes = t.forV.String(), t.against.String(), t.abstan.String()
 		t.p.QuorumReached = b.quorumReached(t)
 		t.p.UpdatedBlock, t.p.UpdatedAt = b.block, b.blockTime
+		t.revs = append(t.revs, len(b.batch.Proposals))
 		b.batch.Proposals = append(b.batch.Proposals, t.p)
 	}
 	b.dirty = b.dirty[:0]
 }
 
-// quorumReached applies the governor's quorum rule to the tallies:
-// OpenZeppelin's GovernorCountingSimple counts for and abstain votes,
-// Bravo and Alpha count for votes only.
+// quorumReached applies the governor's quorum rule to the tallies.
 func (b *builder) quorumReached(t *tracked) bool {
-	if t.p.Quorum == nil {
+	return b.quorumRule(t.p.Quorum, t.forV, t.abstan)
+}
+
+// quorumRule is the governor's rule: the quorum= of its COUNTING_MODE
+// (for and abstain on OpenZeppelin's Simple, Fractional and Overridable
+// modules), for votes only on Bravo and Alpha.
+func (b *builder) quorumRule(quorum *string, forV, abstain *big.Int) bool {
+	if quorum == nil {
 		return false
 	}
-	q := parseDec(*t.p.Quorum)
-	if b.d.dao.Kind == core.KindOZGovernor {
-		return q.Cmp(new(big.Int).Add(t.forV, t.abstan)) <= 0
+	q := parseDec(*quorum)
+	counted := new(big.Int).Set(forV)
+	if b.d.info.quorumAbstain {
+		counted.Add(counted, abstain)
 	}
-	return t.forV.Cmp(q) >= 0
+	return counted.Cmp(q) >= 0
 }
 
 func (b *builder) touch(id string) {
@@ -253,7 +325,7 @@ func (b *builder) proposal(ctx context.Context, id string) (*tracked, error) {
 		b.proposals[id] = nil
 		return nil, nil
 	}
-	t := &tracked{p: p, forV: parseDec(p.ForVotes), against: parseDec(p.AgainstVotes), abstan: parseDec(p.AbstainVotes)}
+	t := newTracked(p)
 	b.proposals[id] = t
 	return t, nil
 }
@@ -309,8 +381,9 @@ func (b *builder) apply(ctx context.Context, l *types.Log, ev *event) error {
 		for i, c := range ev.calldatas {
 			p.Calldatas[i] = hexutil.Encode(c)
 		}
-		b.proposals[id] = &tracked{p: p, forV: new(big.Int), against: new(big.Int), abstan: new(big.Int)}
+		b.proposals[id] = newTracked(p)
 		b.touch(id)
+		b.timeline(id, core.TimelineCreated, l.BlockNumber, b.blockTime, meta.TxHash)
 		data = proposalCreatedData{
 			eventMeta: meta, Proposer: p.Proposer, Targets: p.Targets, Values: p.Values,
 			Signatures: p.Signatures, Calldatas: p.Calldatas,
@@ -324,16 +397,44 @@ func (b *builder) apply(ctx context.Context, l *types.Log, ev *event) error {
 			d.Actions = b.r.actions.Actions(p)
 			data = d
 		}
-	case "VoteCast", "VoteCastWithParams":
+	case "VoteReduced":
+		// Always followed, in the same transaction, by the
+		// OverrideVoteCast that caused it, which carries it to receivers.
+		b.reduced = &reduction{tx: l.TxHash, proposal: id, delegate: ev.voter, support: ev.support, weight: ev.weight}
+		t, err := b.proposal(ctx, id)
+		if err != nil || t == nil {
+			return err
+		}
+		side := core.SplitVote(ev.support, ev.weight, nil)
+		t.against.Sub(t.against, side.Against)
+		t.forV.Sub(t.forV, side.For)
+		t.abstan.Sub(t.abstan, side.Abstain)
+		b.touch(id)
+		return nil
+	case "VoteCast", "VoteCastWithParams", "OverrideVoteCast":
 		typ = core.TypeVoteCast
+		sp := core.SplitVote(ev.support, ev.weight, ev.params)
 		v := Vote{
-			DAO: b.d.dao.Slug, ChainID: b.r.chainID, ProposalID: id, Voter: ev.voter.Hex(),
-			Support: ev.support, Weight: ev.weight.String(), Reason: ev.reason,
+			DAO: b.d.dao.Slug, ChainID: b.r.chainID, ProposalID: id, Voter: ev.voter.Hex(), Kind: core.VoteKindVote,
+			Support: ev.support, Weight: ev.weight.String(),
+			ForWeight: sp.For.String(), AgainstWeight: sp.Against.String(), AbstainWeight: sp.Abstain.String(),
+			Reason:      ev.reason,
 			BlockNumber: l.BlockNumber, BlockHash: meta.BlockHash, TxHash: meta.TxHash, LogIndex: l.Index,
 			CastAt: b.blockTime,
 		}
 		if ev.hasParams {
 			v.Params = hexutil.Encode(ev.params)
+		}
+		var over *voteOverriddenData
+		if ev.name == "OverrideVoteCast" {
+			typ, v.Kind = core.TypeVoteOverridden, core.VoteKindOverride
+			over = &voteOverriddenData{ReducedWeight: "0"}
+			if rd := b.reduced; rd != nil && rd.tx == l.TxHash && rd.proposal == id {
+				d, sup := rd.delegate.Hex(), rd.support
+				v.Delegate, v.DelegateSupport, v.ReducedWeight = d, &sup, rd.weight.String()
+				over.Delegate, over.DelegateSupport, over.ReducedWeight = &d, &sup, v.ReducedWeight
+			}
+			b.reduced = nil
 		}
 		b.batch.Votes = append(b.batch.Votes, v)
 		t, err := b.proposal(ctx, id)
@@ -342,48 +443,67 @@ func (b *builder) apply(ctx context.Context, l *types.Log, ev *event) error {
 		}
 		if t != nil {
 			// A vote is only accepted while voting is open.
-			b.implied(t, l, core.ProposalActive)
-			switch ev.support {
-			case 0:
-				t.against.Add(t.against, ev.weight)
-			case 1:
-				t.forV.Add(t.forV, ev.weight)
-			case 2:
-				t.abstan.Add(t.abstan, ev.weight)
+			if err := b.implied(ctx, t, l, core.ProposalActive); err != nil {
+				return err
 			}
+			t.against.Add(t.against, sp.Against)
+			t.forV.Add(t.forV, sp.For)
+			t.abstan.Add(t.abstan, sp.Abstain)
 			b.touch(id)
 		}
-		data = voteCastData{
+		cast := voteCastData{
 			eventMeta: meta, Voter: v.Voter, Support: v.Support, SupportLabel: supportLabel(v.Support),
-			Weight: v.Weight, Reason: v.Reason, Params: v.Params,
+			Weight: v.Weight, ForWeight: v.ForWeight, AgainstWeight: v.AgainstWeight, AbstainWeight: v.AbstainWeight,
+			Reason: v.Reason, Params: v.Params,
+		}
+		data = cast
+		if over != nil {
+			over.voteCastData = cast
+			data = over
 		}
 	case "ProposalQueued":
 		typ = core.TypeProposalQueued
-		if err := b.update(ctx, id, func(t *tracked) {
-			b.implied(t, l, core.ProposalSucceeded)
+		if err := b.update(ctx, id, func(t *tracked) error {
+			if err := b.implied(ctx, t, l, core.ProposalSucceeded); err != nil {
+				return err
+			}
 			t.p.State, t.p.ETA = core.ProposalQueued, clampUint64(ev.eta)
+			b.timeline(id, core.TimelineQueued, l.BlockNumber, b.blockTime, meta.TxHash)
+			return nil
 		}); err != nil {
 			return err
 		}
 		data = proposalQueuedData{eventMeta: meta, ETA: ev.eta.String()}
 	case "ProposalExecuted":
 		typ = core.TypeProposalExecuted
-		if err := b.update(ctx, id, func(t *tracked) {
-			b.implied(t, l, core.ProposalSucceeded)
+		if err := b.update(ctx, id, func(t *tracked) error {
+			if err := b.implied(ctx, t, l, core.ProposalSucceeded); err != nil {
+				return err
+			}
 			t.p.State = core.ProposalExecuted
+			b.timeline(id, core.TimelineExecuted, l.BlockNumber, b.blockTime, meta.TxHash)
+			return nil
 		}); err != nil {
 			return err
 		}
 		data = meta
 	case "ProposalCanceled":
 		typ = core.TypeProposalCanceled
-		if err := b.update(ctx, id, func(t *tracked) { t.p.State = core.ProposalCanceled }); err != nil {
+		if err := b.update(ctx, id, func(t *tracked) error {
+			t.p.State = core.ProposalCanceled
+			b.timeline(id, core.TimelineCanceled, l.BlockNumber, b.blockTime, meta.TxHash)
+			return nil
+		}); err != nil {
 			return err
 		}
 		data = meta
 	case "ProposalExtended":
 		typ = core.TypeProposalExtended
-		if err := b.update(ctx, id, func(t *tracked) { t.p.VoteEnd = ev.extendedDeadline }); err != nil {
+		if err := b.update(ctx, id, func(t *tracked) error {
+			t.p.VoteEnd = ev.extendedDeadline
+			b.timeline(id, core.TimelineExtended, l.BlockNumber, b.blockTime, meta.TxHash)
+			return nil
+		}); err != nil {
 			return err
 		}
 		data = proposalExtendedData{eventMeta: meta, ExtendedDeadline: fmt.Sprint(ev.extendedDeadline)}
@@ -410,12 +530,21 @@ func (b *builder) apply(ctx context.Context, l *types.Log, ev *event) error {
 
 // update changes a known proposal; unknown proposals (created before the
 // DAO's start block) are left alone, their events still notified.
-func (b *builder) update(ctx context.Context, id string, change func(*tracked)) error {
+func (b *builder) update(ctx context.Context, id string, change func(*tracked) error) error {
 	t, err := b.proposal(ctx, id)
 	if err != nil || t == nil {
 		return err
 	}
-	change(t)
+	if err := change(t); err != nil {
+		return err
+	}
 	b.touch(id)
 	return nil
+}
+
+// timeline records a step of a proposal's timeline.
+func (b *builder) timeline(id, event string, block uint64, at time.Time, tx string) {
+	b.batch.Timeline = append(b.batch.Timeline, core.TimelineEntry{
+		DAO: b.d.dao.Slug, ProposalID: id, ChainID: b.r.chainID, Event: event, Block: block, Time: at, TxHash: tx,
+	})
 }

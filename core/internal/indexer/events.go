@@ -13,7 +13,8 @@ import (
 )
 
 // governorEventsABI lists the governor events govgate follows, as OpenZeppelin
-// Governor 5.x declares them (IGovernor, GovernorPreventLateQuorum).
+// Governor 5.x declares them (IGovernor, GovernorPreventLateQuorum, and
+// GovernorCountingOverridable's OverrideVoteCast and VoteReduced).
 // OpenZeppelin 4.x and Compound GovernorBravo declare the same events with
 // other parameter names but the same types, hence the same topics:
 // ProposalCreated's startBlock/endBlock (Bravo, OZ 4) are voteStart/voteEnd,
@@ -52,7 +53,18 @@ const governorEventsABI = `[
  {"name":"proposalId","type":"uint256","indexed":false}]},
 {"type":"event","name":"ProposalExtended","anonymous":false,"inputs":[
  {"name":"proposalId","type":"uint256","indexed":true},
- {"name":"extendedDeadline","type":"uint64","indexed":false}]}
+ {"name":"extendedDeadline","type":"uint64","indexed":false}]},
+{"type":"event","name":"OverrideVoteCast","anonymous":false,"inputs":[
+ {"name":"voter","type":"address","indexed":true},
+ {"name":"proposalId","type":"uint256","indexed":false},
+ {"name":"support","type":"uint8","indexed":false},
+ {"name":"weight","type":"uint256","indexed":false},
+ {"name":"reason","type":"string","indexed":false}]},
+{"type":"event","name":"VoteReduced","anonymous":false,"inputs":[
+ {"name":"delegate","type":"address","indexed":true},
+ {"name":"proposalId","type":"uint256","indexed":false},
+ {"name":"support","type":"uint8","indexed":false},
+ {"name":"weight","type":"uint256","indexed":false}]}
 ]`
 
 // alphaEventsABI is GovernorAlpha's VoteCast, which differs from Bravo's and
@@ -103,7 +115,7 @@ var (
 
 func init() {
 	for _, name := range []string{"ProposalCreated", "VoteCast", "VoteCastWithParams", "ProposalQueued",
-		"ProposalExecuted", "ProposalCanceled", "ProposalExtended"} {
+		"ProposalExecuted", "ProposalCanceled", "ProposalExtended", "OverrideVoteCast", "VoteReduced"} {
 		ev := governorABI.Events[name]
 		eventsByTopic[ev.ID] = &ev
 		eventTopics = append(eventTopics, ev.ID)
@@ -143,7 +155,8 @@ type event struct {
 	voteEnd     *big.Int
 	description string
 
-	// VoteCast, VoteCastWithParams
+	// VoteCast, VoteCastWithParams, OverrideVoteCast; VoteReduced's
+	// delegate is voter, and it has no reason
 	voter     common.Address
 	support   uint8
 	weight    *big.Int
@@ -205,13 +218,16 @@ func decodeLog(l *types.Log) (*event, error) {
 				return bad()
 			}
 		}
-	case "VoteCast", "VoteCastWithParams":
+	case "VoteCast", "VoteCastWithParams", "OverrideVoteCast", "VoteReduced":
 		ev.voter = common.BytesToAddress(l.Topics[1].Bytes())
 		var ok [4]bool
 		ev.proposalID, ok[0] = vals[0].(*big.Int)
 		ev.support, ok[1] = vals[1].(uint8)
 		ev.weight, ok[2] = vals[2].(*big.Int)
-		ev.reason, ok[3] = vals[3].(string)
+		ok[3] = true
+		if def.Name != "VoteReduced" {
+			ev.reason, ok[3] = vals[3].(string)
+		}
 		if ok != [4]bool{true, true, true, true} {
 			return bad()
 		}

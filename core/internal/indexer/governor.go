@@ -27,7 +27,9 @@ const governorCallsABI = `[
 {"type":"function","name":"token","stateMutability":"view","inputs":[],"outputs":[{"name":"","type":"address"}]},
 {"type":"function","name":"uni","stateMutability":"view","inputs":[],"outputs":[{"name":"","type":"address"}]},
 {"type":"function","name":"comp","stateMutability":"view","inputs":[],"outputs":[{"name":"","type":"address"}]},
-{"type":"function","name":"proposalDeadline","stateMutability":"view","inputs":[{"name":"proposalId","type":"uint256"}],"outputs":[{"name":"","type":"uint256"}]}
+{"type":"function","name":"proposalDeadline","stateMutability":"view","inputs":[{"name":"proposalId","type":"uint256"}],"outputs":[{"name":"","type":"uint256"}]},
+{"type":"function","name":"clock","stateMutability":"view","inputs":[],"outputs":[{"name":"","type":"uint48"}]},
+{"type":"function","name":"COUNTING_MODE","stateMutability":"view","inputs":[],"outputs":[{"name":"","type":"string"}]}
 ]`
 
 var callsABI = mustABI(governorCallsABI)
@@ -42,6 +44,15 @@ type governorInfo struct {
 	// token is the voting token; zero when the governor names none and
 	// none is configured.
 	token common.Address
+	// countingMode is the governor's COUNTING_MODE(), "" without one.
+	countingMode string
+	// quorumAbstain is true where abstentions count towards quorum: the
+	// quorum= of COUNTING_MODE names abstain (every OpenZeppelin module).
+	// Bravo and Alpha count for votes only.
+	quorumAbstain bool
+	// hasClock is true where the governor answers clock() (ERC-6372:
+	// OpenZeppelin 4.9 and 5.x); others are read with evmNumberCode.
+	hasClock bool
 }
 
 // caller makes the indexer's eth_calls against one governor, counting them.
@@ -121,6 +132,48 @@ func (c caller) deadline(ctx context.Context, id *big.Int, block uint64) (uint64
 	return clampUint64(d), nil
 }
 
+// evmNumberCode is init code that returns the EVM's NUMBER: run by an
+// eth_call without a recipient (a simulated creation) at a block, it
+// answers the block.number that a contract there sees, which on an L2
+// such as Arbitrum is the layer-1 block number, not the block's own. It is
+// the clock of governors without clock() (Bravo, Alpha, OpenZeppelin
+// before 4.9), whose code reads block.number.
+//
+//	NUMBER PUSH1 0 MSTORE PUSH1 32 PUSH1 0 RETURN
+var evmNumberCode = []byte{0x43, 0x60, 0x00, 0x52, 0x60, 0x20, 0x60, 0x00, 0xf3}
+
+// clockAt returns the governor's clock at block: clock() where it has one;
+// otherwise the block's timestamp on a timestamp clock, or the EVM's
+// block.number.
+func (c caller) clockAt(ctx context.Context, block uint64) (uint64, error) {
+	at := new(big.Int).SetUint64(block)
+	if c.d.info.hasClock {
+		v, err := c.call(ctx, c.governor, at, "clock")
+		if err != nil {
+			return 0, err
+		}
+		n, ok := v.(*big.Int)
+		if !ok {
+			return 0, fmt.Errorf("clock: unexpected value %v", v)
+		}
+		return clampUint64(n), nil
+	}
+	if c.d.info.clock == core.ClockTimestamp {
+		_, _, t, err := c.r.chain.BlockStamp(ctx, at)
+		return t, err
+	}
+	c.r.metrics.call(c.r.chainID, "block.number")
+	c.r.calls.Add(1)
+	out, err := c.r.chain.CallContract(ctx, ethereum.CallMsg{Data: evmNumberCode}, at)
+	if err != nil {
+		return 0, fmt.Errorf("block.number: %w", err)
+	}
+	if len(out) != 32 {
+		return 0, fmt.Errorf("block.number: %d bytes", len(out))
+	}
+	return clampUint64(new(big.Int).SetBytes(out)), nil
+}
+
 // info reads the governor's clock mode (ERC-6372 CLOCK_MODE, block numbers
 // when it has none) and its timelock's grace period. A call that reverts
 // means the contract lacks the function; any other failure is returned, to
@@ -138,6 +191,22 @@ func (c caller) info(ctx context.Context) (governorInfo, error) {
 		case !isRevert(err):
 			return gi, err
 		}
+		_, err = c.call(ctx, c.governor, nil, "clock")
+		switch {
+		case err == nil:
+			gi.hasClock = true
+		case !isRevert(err):
+			return gi, err
+		}
+		v, err = c.call(ctx, c.governor, nil, "COUNTING_MODE")
+		switch {
+		case err == nil:
+			gi.countingMode, _ = v.(string)
+		case !isRevert(err):
+			return gi, err
+		}
+		// An OpenZeppelin governor: its COUNTING_MODE's quorum= rule.
+		gi.quorumAbstain = core.GovernorInfo{CountingMode: gi.countingMode}.QuorumCountsAbstain(core.KindOZGovernor)
 	}
 	// The grace period is the timelock's (Compound's Timelock behind Bravo,
 	// Alpha and OpenZeppelin's GovernorTimelockCompound), or the governor's

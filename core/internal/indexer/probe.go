@@ -94,7 +94,8 @@ func Probe(ctx context.Context, c Chain, dao core.DAO) (core.GovernorDetails, er
 
 // details is gi as the store keeps it for dao.
 func (gi governorInfo) details(dao core.DAO) core.GovernorDetails {
-	return core.GovernorDetails{DAO: dao.Slug, Generation: dao.Generation, Clock: gi.clock, GraceSeconds: gi.grace, Token: gi.token.Hex()}
+	return core.GovernorDetails{DAO: dao.Slug, Generation: dao.Generation, Clock: gi.clock, HasClock: gi.hasClock, CountingMode: gi.countingMode,
+		QuorumAbstain: gi.quorumAbstain, GraceSeconds: gi.grace, Token: gi.token.Hex()}
 }
 
 // infoOf is what a probe stored, as the indexer uses it.
@@ -102,7 +103,8 @@ func infoOf(gd core.GovernorDetails) (governorInfo, bool) {
 	if (gd.Clock != core.ClockBlockNumber && gd.Clock != core.ClockTimestamp) || !common.IsHexAddress(gd.Token) {
 		return governorInfo{}, false // not what a probe writes: probe again
 	}
-	return governorInfo{clock: gd.Clock, grace: gd.GraceSeconds, token: common.HexToAddress(gd.Token)}, true
+	return governorInfo{clock: gd.Clock, hasClock: gd.HasClock, countingMode: gd.CountingMode, quorumAbstain: gd.QuorumAbstain,
+		grace: gd.GraceSeconds, token: common.HexToAddress(gd.Token)}, true
 }
 
 // recallDetails gives the DAOs of list that have no governor details the
@@ -132,7 +134,7 @@ func (r *Runner) recallDetails(ctx context.Context, list []*daoState) error {
 		}
 		if gi, ok := infoOf(gd); ok {
 			d.info = &gi
-			d.kept.Store(true)
+			d.detailsKept.Store(true)
 			n++
 		}
 	}
@@ -151,7 +153,7 @@ func (r *Runner) keepDetails(ctx context.Context, list []*daoState) {
 		kept []*daoState
 	)
 	for _, d := range list {
-		if d.info == nil || d.kept.Load() || d.dao.Generation <= 0 || d.removed.Load() {
+		if d.info == nil || d.detailsKept.Load() || d.dao.Generation <= 0 || d.removed.Load() {
 			continue
 		}
 		out = append(out, d.info.details(d.dao))
@@ -165,7 +167,7 @@ func (r *Runner) keepDetails(ctx context.Context, list []*daoState) {
 		return
 	}
 	for _, d := range kept {
-		d.kept.Store(true)
+		d.detailsKept.Store(true)
 	}
 }
 
@@ -287,7 +289,10 @@ func (r *Runner) probeAll(ctx context.Context, list []*daoState) error {
 				r.setDAOError(d, err)
 			default:
 				d.info = &gi
-				r.log.Debug("governor", "dao", d.dao.Slug, "kind", d.dao.Kind, "clock", gi.clock, "grace_period_s", gi.grace, "voting_token", gi.token)
+				r.mu.Lock()
+				d.status.CountingMode, d.status.ClockMode = gi.countingMode, gi.clock
+				r.mu.Unlock()
+				r.log.Debug("governor", "dao", d.dao.Slug, "kind", d.dao.Kind, "clock", gi.clock, "counting_mode", gi.countingMode, "grace_period_s", gi.grace, "voting_token", gi.token)
 			}
 		}()
 	}

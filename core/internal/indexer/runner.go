@@ -52,11 +52,9 @@ type Runner struct {
 
 	// calls counts eth_calls to governors, for the benchmark.
 	calls atomic.Int64
-	// pace is the chain's recent seconds per block, sampled at paceBlock;
-	// settleMu serialises the settles that read and write it.
-	pace      float64
-	paceBlock uint64
-	settleMu  sync.Mutex
+	// settleMu serialises the settles of the DAOs' parts: one settle's
+	// eth_calls (clocks, states, quorums) at a time.
+	settleMu sync.Mutex
 
 	// mu guards daos, bySlug, want, leader and every daoState's status,
 	// phase and cursor fields.
@@ -65,7 +63,7 @@ type Runner struct {
 	bySlug  map[string]*daoState
 	want    []core.DAO // a DAO list SetDAOs asked for, applied by the next poll
 	wantSet bool
-	wantAt  time.Time // when SetDAOs asked
+	wantAt  time.Time     // when SetDAOs asked
 	wake    chan struct{} // SetDAOs wakes the poll loop
 	// leaving are joined DAOs refused since: the next step of the shared
 	// cursor gives them their own cursor back, so that their index stays
@@ -114,9 +112,12 @@ type daoState struct {
 	caughtUp      bool
 	lastBlockTime time.Time // time of the last indexed block, if known
 
-	info *governorInfo // read once from the governor, or from the store; nil until then
-	// kept: the store has info for this generation (Store.SaveGovernorDetails).
-	kept atomic.Bool
+	info       *governorInfo // read once from the governor, or from the store (recallDetails); nil until then
+	infoStored bool          // info went to the store with a part (withGovernor)
+	// detailsKept: the store holds info for this generation
+	// (Store.SaveGovernorDetails), for the next leader.
+	detailsKept atomic.Bool
+	clockState  // the governor's clock as read so far (clock.go)
 
 	phase      phase
 	cursor     Cursor // the DAO's own cursor while not joined

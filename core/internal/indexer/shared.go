@@ -305,6 +305,8 @@ func (r *Runner) advance(ctx context.Context, target uint64, tHash common.Hash, 
 				part.Joined = true
 			}
 			parts = append(parts, part)
+			// Blocks that a part's time-driven changes name.
+			blocks = mergeRefs(blocks, part.Blocks)
 		}
 		next := Cursor{Block: to, Hash: toHash.Hex()}
 		blocks = appendRef(blocks, BlockRef{Number: to, Hash: next.Hash})
@@ -377,8 +379,22 @@ func (r *Runner) applyShared(ctx context.Context, prev, next Cursor, parts []cor
 
 // emptyPart is a DAO's part that only moves its own cursor.
 func (r *Runner) emptyPart(d *daoState, block uint64, hash string) core.IndexBatch {
-	return core.IndexBatch{DAO: d.dao.Slug, ChainID: r.chainID, Prev: d.ownPrev(), Generation: d.dao.Generation,
+	p := core.IndexBatch{DAO: d.dao.Slug, ChainID: r.chainID, Prev: d.ownPrev(), Generation: d.dao.Generation,
 		Cursor: Cursor{Block: block, Hash: hash, NotifyFrom: d.notifyFrom}}
+	r.withGovernor(d, &p)
+	return p
+}
+
+// withGovernor adds to a DAO's part what its governor said of itself,
+// until a part has taken it to the store: kept with the DAO, every
+// process serving it (not only this one, which read it) knows how it
+// counts and what its timepoints are.
+func (r *Runner) withGovernor(d *daoState, p *core.IndexBatch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d.info != nil && !d.infoStored {
+		p.Governor = &core.GovernorInfo{CountingMode: d.info.countingMode, ClockMode: d.info.clock}
+	}
 }
 
 // ownPrev is the DAO's own stored cursor, nil when it has none yet.
@@ -423,6 +439,7 @@ func (r *Runner) buildPart(ctx context.Context, d *daoState, logs []types.Log, t
 		d.open = true
 	}
 	b.batch.Generation = d.dao.Generation
+	r.withGovernor(d, &b.batch)
 	if to > r.cfg.KeepBlocks {
 		b.batch.PruneBelow = to - r.cfg.KeepBlocks
 	}
@@ -432,12 +449,12 @@ func (r *Runner) buildPart(ctx context.Context, d *daoState, logs []types.Log, t
 
 // counted tallies what a written part held, for the progress log.
 func (r *Runner) counted(p core.IndexBatch) {
-	if len(p.Notifications) == 0 {
-		return
-	}
 	r.mu.Lock()
 	if d := r.bySlug[p.DAO]; d != nil {
 		d.notes += uint64(len(p.Notifications))
+		if p.Governor != nil {
+			d.infoStored = true
+		}
 	}
 	r.mu.Unlock()
 }
@@ -618,6 +635,21 @@ func blockRefs(logs []types.Log) []BlockRef {
 		}
 	}
 	return out
+}
+
+// mergeRefs returns refs and more in block order, one ref a block.
+func mergeRefs(refs, more []BlockRef) []BlockRef {
+	out := append(append([]BlockRef(nil), refs...), more...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Number < out[j].Number })
+	n := 0
+	for _, r := range out {
+		if n > 0 && out[n-1].Number == r.Number {
+			continue
+		}
+		out[n] = r
+		n++
+	}
+	return out[:n]
 }
 
 func appendRef(refs []BlockRef, ref BlockRef) []BlockRef {

@@ -112,23 +112,96 @@ type proposalEndingSoonData struct {
 
 // implied records what an event proves about the time-driven states before
 // it: a vote that the proposal was active, a queue or an execution that it
-// succeeded.
-func (b *builder) implied(t *tracked, l *types.Log, st string) {
-	hash := l.BlockHash.Hex()
+// succeeded. Each change is placed at the first block where the governor's
+// clock had passed the timepoint (crossingBlock), not at the event's.
+func (b *builder) implied(ctx context.Context, t *tracked, l *types.Log, st string) error {
 	if t.p.State == core.ProposalPending {
-		t.p.State = core.ProposalActive
-		b.milestone(t, core.MilestoneActive, core.TypeProposalActive, l.BlockNumber, hash)
+		at, err := b.crossingBlock(ctx, t, t.p.VoteStart, l.BlockNumber)
+		if err != nil {
+			return err
+		}
+		if err := b.transition(ctx, t, core.ProposalActive, at); err != nil {
+			return err
+		}
 	}
 	if st == core.ProposalSucceeded && t.p.State == core.ProposalActive {
-		t.p.State = core.ProposalSucceeded
-		b.milestone(t, core.MilestoneClosed, core.TypeProposalSucceeded, l.BlockNumber, hash)
+		at, err := b.crossingBlock(ctx, t, t.p.VoteEnd, l.BlockNumber)
+		if err != nil {
+			return err
+		}
+		if err := b.transition(ctx, t, core.ProposalSucceeded, at); err != nil {
+			return err
+		}
 	}
 	b.touch(t.p.ProposalID)
+	return nil
+}
+
+// transition moves a proposal to a state that the clock brought, at the
+// first block where state() answered it: it records the change there
+// (crossing, timeline) and emits the time-driven notification of the
+// change. Opening voting reads the quorum at that block.
+func (b *builder) transition(ctx context.Context, t *tracked, st string, block uint64) error {
+	t.p.State = st
+	b.touch(t.p.ProposalID)
+	at, hash, err := b.stampOf(ctx, block)
+	if err != nil {
+		return err
+	}
+	t.crossings = append(t.crossings, crossing{block: block, state: st})
+	// The notification and the timeline name this block, which may hold
+	// no log: remember its hash too, so that a reorganisation's common
+	// ancestor is found at or above it while it stands (and what names
+	// it is not taken for orphaned).
+	b.batch.Blocks = append(b.batch.Blocks, BlockRef{Number: block, Hash: hash})
+	b.timeline(t.p.ProposalID, st, block, at, "")
+	if st == core.ProposalActive && t.p.Quorum == nil {
+		if err := b.readQuorum(ctx, t, block); err != nil {
+			return err
+		}
+	}
+	switch st {
+	case core.ProposalActive:
+		b.milestone(t, core.MilestoneActive, core.TypeProposalActive, block, hash, at)
+	case core.ProposalSucceeded, core.ProposalDefeated:
+		typ := core.TypeProposalSucceeded
+		if st == core.ProposalDefeated {
+			typ = core.TypeProposalDefeated
+		}
+		b.milestone(t, core.MilestoneClosed, typ, block, hash, at)
+	case core.ProposalExpired:
+		if n := b.milestone(t, core.MilestoneExpired, core.TypeProposalExpired, block, hash, at); n != nil {
+			n.grace = b.d.info.grace
+		}
+	}
+	return nil
+}
+
+// readQuorum reads a proposal's quorum at its snapshot, at block (where
+// voting is open, so the snapshot has passed). A revert leaves it unread.
+// A node that no longer serves that block's state (pruned) is asked at the
+// confirmed head instead: quorum(snapshot) does not change once the
+// snapshot has passed.
+func (b *builder) readQuorum(ctx context.Context, t *tracked, block uint64) error {
+	c := caller{r: b.r, d: b.d, governor: b.d.governor}
+	q, err := c.quorum(ctx, t.p.VoteStart, block)
+	if err != nil && !isRevert(err) && ctx.Err() == nil && isMissingState(err) {
+		q, err = c.quorum(ctx, t.p.VoteStart, b.block)
+	}
+	switch {
+	case err == nil:
+		s := q.String()
+		t.p.Quorum = &s
+		b.touch(t.p.ProposalID)
+	case !isRevert(err):
+		return fmt.Errorf("proposal %s: %w", t.p.ProposalID, err)
+	}
+	return nil
 }
 
 // milestone emits a time-driven notification once per proposal: the bit
 // in Milestones says it was emitted (or skipped as history).
-func (b *builder) milestone(t *tracked, bit uint32, typ string, block uint64, hash string) *timedNote {
+func (b *builder) milestone(t *tracked, bit uint32, typ string, block uint64, hash string, at time.Time) *timedNote {
 	if t.p.Milestones&bit != 0 {
 		return nil
 	}
@@ -139,14 +212,14 @@ func (b *builder) milestone(t *tracked, bit uint32, typ string, block uint64, ha
 		return nil
 	}
 	b.batch.Notifications = append(b.batch.Notifications, core.Notification{Type: typ, DAO: b.d.dao.Slug})
-	b.timed = append(b.timed, timedNote{index: len(b.batch.Notifications) - 1, t: t, typ: typ, block: block, blockHash: hash, at: b.blockTime})
+	b.timed = append(b.timed, timedNote{index: len(b.batch.Notifications) - 1, t: t, typ: typ, block: block, blockHash: hash, at: at})
 	return &b.timed[len(b.timed)-1]
 }
 
 // settle brings the proposals whose state the clock can change up to date
-// at block `to`, the confirmed head: it asks the governor where a
-// timepoint was crossed, reads quorums once their snapshot has passed, and
-// emits the time-driven notifications.
+// at block `to`, the confirmed head: it reads the governor's clock there,
+// asks the governor where a timepoint was crossed, reads quorums once
+// their snapshot has passed, and emits the time-driven notifications.
 func (b *builder) settle(ctx context.Context, to uint64, toHash common.Hash, toTime uint64) error {
 	open, err := b.r.store.OpenProposals(ctx, b.d.dao.Slug)
 	if err != nil {
@@ -154,19 +227,26 @@ func (b *builder) settle(ctx context.Context, to uint64, toHash common.Hash, toT
 	}
 	for _, p := range open {
 		if _, ok := b.proposals[p.ProposalID]; !ok {
-			b.proposals[p.ProposalID] = &tracked{p: p, forV: parseDec(p.ForVotes), against: parseDec(p.AgainstVotes), abstan: parseDec(p.AbstainVotes)}
+			b.proposals[p.ProposalID] = newTracked(p)
 		}
 	}
 	b.flush()
 	b.block, b.blockTime = to, time.Unix(int64(toTime), 0).UTC()
+	b.blockHashes[to] = toHash.Hex()
+	b.blockTimes[to] = b.blockTime
 	info := b.d.info
-	now := to
-	if info.clock == core.ClockTimestamp {
-		now = toTime
+	tracked := b.trackedInOrder()
+	if len(tracked) == 0 {
+		return nil
 	}
-	hash := toHash.Hex()
+	// The governor's own timepoint: never assumed to be the block number
+	// or time (an L2 token's clock() may count layer-1 blocks).
+	now, err := b.clockAt(ctx, to)
+	if err != nil {
+		return fmt.Errorf("clock at block %d: %w", to, err)
+	}
 	c := caller{r: b.r, d: b.d, governor: b.d.governor}
-	for _, t := range b.trackedInOrder() {
+	for _, t := range tracked {
 		p := &t.p
 		if p.Clock != info.clock {
 			p.Clock = info.clock
@@ -199,61 +279,73 @@ func (b *builder) settle(ctx context.Context, to uint64, toHash common.Hash, toT
 					b.touch(p.ProposalID)
 				}
 			}
-			b.setState(t, st, to, hash)
+			if err := b.setState(ctx, t, st, to); err != nil {
+				return err
+			}
 		}
-		if p.Quorum == nil && now > p.VoteStart && p.State != core.ProposalCanceled {
-			q, err := c.quorum(ctx, p.VoteStart, to)
-			switch {
-			case err == nil:
-				s := q.String()
-				p.Quorum = &s
-				b.touch(p.ProposalID)
-			case !isRevert(err):
-				return fmt.Errorf("proposal %s: %w", p.ProposalID, err)
+		if p.Quorum == nil && now > p.VoteStart && p.State != core.ProposalCanceled && p.State != core.ProposalPending {
+			if err := b.readQuorum(ctx, t, to); err != nil {
+				return err
 			}
 		}
 		if p.State == core.ProposalActive {
-			if err := b.endingSoon(ctx, t, to, hash, toTime); err != nil {
+			if err := b.endingSoon(ctx, t, to, toHash.Hex(), toTime, now); err != nil {
 				return err
 			}
 		}
 	}
+	b.d.settled = to
 	return nil
 }
 
-// setState moves a proposal to the state the governor reported and emits
-// what the move means.
-func (b *builder) setState(t *tracked, st string, block uint64, hash string) {
+// setState moves a proposal to the state the governor reported at block
+// `to`, placing each change the clock made at the block where it happened.
+func (b *builder) setState(ctx context.Context, t *tracked, st string, to uint64) error {
 	old := t.p.State
 	if st == old {
-		return
+		return nil
 	}
-	t.p.State = st
-	b.touch(t.p.ProposalID)
 	switch st {
 	case core.ProposalActive:
-		b.milestone(t, core.MilestoneActive, core.TypeProposalActive, block, hash)
+		at, err := b.crossingBlock(ctx, t, t.p.VoteStart, to)
+		if err != nil {
+			return err
+		}
+		return b.transition(ctx, t, st, at)
 	case core.ProposalSucceeded, core.ProposalDefeated:
 		if old == core.ProposalPending {
 			// The whole voting window passed between two polls.
-			b.milestone(t, core.MilestoneActive, core.TypeProposalActive, block, hash)
+			at, err := b.crossingBlock(ctx, t, t.p.VoteStart, to)
+			if err != nil {
+				return err
+			}
+			if err := b.transition(ctx, t, core.ProposalActive, at); err != nil {
+				return err
+			}
 		}
-		typ := core.TypeProposalSucceeded
-		if st == core.ProposalDefeated {
-			typ = core.TypeProposalDefeated
+		at, err := b.crossingBlock(ctx, t, t.p.VoteEnd, to)
+		if err != nil {
+			return err
 		}
-		b.milestone(t, core.MilestoneClosed, typ, block, hash)
+		return b.transition(ctx, t, st, at)
 	case core.ProposalExpired:
-		if n := b.milestone(t, core.MilestoneExpired, core.TypeProposalExpired, block, hash); n != nil {
-			n.grace = b.d.info.grace
+		at, err := b.expiryBlock(ctx, t, to)
+		if err != nil {
+			return err
 		}
+		return b.transition(ctx, t, st, at)
 	}
+	// A change no event of this batch explains (an event before the DAO's
+	// start block): taken as seen.
+	t.p.State = st
+	b.touch(t.p.ProposalID)
+	return nil
 }
 
 // endingSoon emits proposal.ending_soon for the shortest configured lead
-// that the time left to voteEnd has come within. Leads longer than the
-// proposal's voting period do not apply to it.
-func (b *builder) endingSoon(ctx context.Context, t *tracked, to uint64, hash string, toTime uint64) error {
+// that the time left to voteEnd has come within, at the governor's clock
+// now. Leads longer than the proposal's voting period do not apply to it.
+func (b *builder) endingSoon(ctx context.Context, t *tracked, to uint64, hash string, toTime, now uint64) error {
 	leads := b.r.cfg.EndingSoon
 	if len(leads) == 0 {
 		return nil
@@ -263,13 +355,13 @@ func (b *builder) endingSoon(ctx context.Context, t *tracked, to uint64, hash st
 	estimated := p.Clock != core.ClockTimestamp
 	if estimated {
 		var err error
-		if pace, err = b.r.secondsPerBlock(ctx, to, toTime); err != nil {
+		if pace, err = b.secondsPerTick(ctx, to, toTime, now); err != nil {
 			return err
 		}
-		left = float64(int64(p.VoteEnd)-int64(to)) * pace
+		left = float64(int64(p.VoteEnd)-int64(now)) * pace
 		period = float64(int64(p.VoteEnd)-int64(p.VoteStart)) * pace
 	} else {
-		left = float64(int64(p.VoteEnd) - int64(toTime))
+		left = float64(int64(p.VoteEnd) - int64(now))
 		period = float64(int64(p.VoteEnd) - int64(p.VoteStart))
 	}
 	if left < 0 {
@@ -290,31 +382,50 @@ func (b *builder) endingSoon(ctx context.Context, t *tracked, to uint64, hash st
 	if hit < 0 {
 		return nil
 	}
-	if n := b.milestone(t, core.MilestoneEndingSoon<<hit, core.TypeProposalEndingSoon, to, hash); n != nil {
+	if n := b.milestone(t, core.MilestoneEndingSoon<<hit, core.TypeProposalEndingSoon, to, hash, b.blockTime); n != nil {
 		n.lead, n.left, n.estimated, n.pace = leads[hit], left, estimated, pace
 	}
 	return nil
 }
 
-// secondsPerBlock estimates the chain's block time over the 256 blocks
-// before `to`, sampled again every 64 blocks.
-func (r *Runner) secondsPerBlock(ctx context.Context, to, toTime uint64) (float64, error) {
-	if r.pace > 0 && to >= r.paceBlock && to < r.paceBlock+64 {
-		return r.pace, nil
+// secondsPerTick estimates the seconds per unit of the governor's
+// block-number clock over the 256 blocks before `to`, sampled again every
+// 64 blocks: the chain's block time when the clock is the block number,
+// the layer-1 block time when it counts layer-1 blocks.
+func (b *builder) secondsPerTick(ctx context.Context, to, toTime, now uint64) (float64, error) {
+	d := b.d
+	if d.pace > 0 && to >= d.paceBlock && to < d.paceBlock+64 {
+		return d.pace, nil
 	}
-	back := min(to, 256)
-	if back == 0 {
-		return 12, nil // no history yet: Ethereum's slot time
-	}
-	_, _, t0, err := r.chain.BlockStamp(ctx, new(big.Int).SetUint64(to-back))
-	if err != nil {
-		return 0, fmt.Errorf("block time sample: %w", err)
-	}
-	pace := float64(int64(toTime)-int64(t0)) / float64(back)
-	if pace <= 0 {
+	// The governor answers only from its deployment on; a pruned node
+	// only for its recent blocks, hence the shorter samples after.
+	var pace float64
+	for _, want := range []uint64{256, 64, 8} {
+		back := min(to-min(to, b.d.dao.StartBlock), want)
+		if back == 0 {
+			return 12, nil // no history yet: Ethereum's slot time
+		}
+		_, _, t0, err := b.r.chain.BlockStamp(ctx, new(big.Int).SetUint64(to-back))
+		if err != nil {
+			return 0, fmt.Errorf("block time sample: %w", err)
+		}
+		c0, err := b.clockAt(ctx, to-back)
+		if err != nil {
+			if isMissingState(err) {
+				continue
+			}
+			return 0, fmt.Errorf("clock sample: %w", err)
+		}
 		pace = 1
+		if now > c0 && toTime > t0 {
+			pace = float64(toTime-t0) / float64(now-c0)
+		}
+		break
 	}
-	r.pace, r.paceBlock = pace, to
+	if pace == 0 {
+		return 12, nil // no past clock served: Ethereum's slot time
+	}
+	d.pace, d.paceBlock = pace, to
 	return pace, nil
 }
 
@@ -342,8 +453,11 @@ func (b *builder) finish() error {
 	if err := b.finishTokens(); err != nil {
 		return err
 	}
+	b.recordCrossings()
 	for _, n := range b.timed {
-		p := n.t.p
+		// The proposal as the governor saw it at the block the
+		// notification names, not as it stands at the batch's end.
+		p := b.asOf(n.t, n.block)
 		id, _ := new(big.Int).SetString(p.ProposalID, 10)
 		base := proposalStateData{
 			ChainID: b.r.chainID, Governor: b.d.governorHex, ProposalID: p.ProposalID,
@@ -386,5 +500,46 @@ func (b *builder) finish() error {
 		note.OccurredAt = n.at
 		note.Data = raw
 	}
+	// Revisions in block order: the last one written is the row.
+	sort.SliceStable(b.batch.Proposals, func(i, j int) bool {
+		return b.batch.Proposals[i].UpdatedBlock < b.batch.Proposals[j].UpdatedBlock
+	})
+	b.batch.Blocks = mergeRefs(nil, b.batch.Blocks)
 	return nil
+}
+
+// recordCrossings adds a revision at each block where the clock changed a
+// proposal's state and no revision of the batch stands: the proposal as it
+// was at the end of that block, in its new state, so that the revision and
+// the notification that names the block tell what state() and the tallies
+// were there.
+func (b *builder) recordCrossings() {
+	for _, t := range b.trackedInOrder() {
+		for _, c := range t.crossings {
+			have := false
+			for _, i := range t.revs {
+				if b.batch.Proposals[i].UpdatedBlock == c.block {
+					have = true
+				}
+			}
+			if have {
+				continue
+			}
+			r := b.asOf(t, c.block)
+			r.State, r.UpdatedBlock = c.state, c.block
+			r.UpdatedAt = b.blockTimes[c.block]
+			if r.Quorum == nil && c.state != core.ProposalPending {
+				r.Quorum = t.p.Quorum
+			}
+			r.QuorumReached = b.quorumRule(r.Quorum, parseDec(r.ForVotes), parseDec(r.AbstainVotes))
+			r.Milestones = t.p.Milestones
+			r.Clock = t.p.Clock
+			t.revs = append(t.revs, len(b.batch.Proposals))
+			b.batch.Proposals = append(b.batch.Proposals, r)
+			// asOf reads t.revs in block order.
+			sort.SliceStable(t.revs, func(i, j int) bool {
+				return b.batch.Proposals[t.revs[i]].UpdatedBlock < b.batch.Proposals[t.revs[j]].UpdatedBlock
+			})
+		}
+	}
 }

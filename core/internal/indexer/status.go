@@ -58,9 +58,14 @@ type DAOStatus struct {
 	Backfill *Backfill `json:"backfill,omitempty"`
 	// NotifyFromBlock is the first block whose changes are pushed to
 	// webhooks (0: every block); earlier history is stored, not pushed.
-	NotifyFromBlock uint64    `json:"notifyFromBlock"`
-	LastError       string    `json:"lastError,omitempty"`
-	LastErrorAt     time.Time `json:"lastErrorAt,omitzero"`
+	NotifyFromBlock uint64 `json:"notifyFromBlock"`
+	// CountingMode is the governor's COUNTING_MODE() and ClockMode its
+	// clock's unit, once read ("" before, and CountingMode for governors
+	// without one).
+	CountingMode string    `json:"countingMode,omitempty"`
+	ClockMode    string    `json:"clockMode,omitempty"`
+	LastError    string    `json:"lastError,omitempty"`
+	LastErrorAt  time.Time `json:"lastErrorAt,omitzero"`
 	// Fault is a cause that stops the DAO's indexing until the operator
 	// acts: the chain refutes the DAO (a governor without code, of another
 	// kind, a voting token not found), or the RPC serves another chain.

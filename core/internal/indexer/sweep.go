@@ -323,7 +323,9 @@ func (r *Runner) sweepRange(ctx context.Context, sw *sweep, from, to uint64, set
 			}
 		} else {
 			part = core.IndexBatch{DAO: d.dao.Slug, ChainID: r.chainID, Generation: d.dao.Generation}
+			r.withGovernor(d, &part)
 		}
+		batch.Blocks = mergeRefs(batch.Blocks, part.Blocks)
 		part.Prev = d.ownPrev()
 		part.Cursor = Cursor{Block: to, Hash: next.Hash, NotifyFrom: d.notifyFrom}
 		batch.DAOs = append(batch.DAOs, part)

@@ -363,6 +363,9 @@ func (s *Store) applyContent(tx *gorm.DB, b core.IndexBatch) (created int, err e
 	if err := s.applyTokens(tx, b); err != nil {
 		return 0, err
 	}
+	if err := s.applyCounting(tx, b); err != nil {
+		return 0, err
+	}
 	notes, err := s.reviveOrphans(tx, b.ChainID, b.Notifications)
 	if err != nil {
 		return 0, err
@@ -441,6 +444,9 @@ func (s *Store) Rollback(ctx context.Context, chainID uint64, to core.BlockRef) 
 		}
 		if err := rollbackTokens(tx, chainID, n, affected); err != nil {
 			return fmt.Errorf("roll back delegations: %w", err)
+		}
+		if err := rollbackCounting(tx, chainID, n); err != nil {
+			return fmt.Errorf("roll back overrides, clock points and timelines: %w", err)
 		}
 		if _, err := s.orphanNotifications(tx, chainID, to); err != nil {
 			return err
@@ -528,11 +534,6 @@ func (s *Store) ListVotes(ctx context.Context, dao, proposalID string, p core.Pa
 		rows = rows[:p.PageLimit()]
 		next = rows[len(rows)-1].ID
 	}
-	out := make([]core.Vote, len(rows))
-	for i, r := range rows {
-		out[i] = core.Vote{DAO: r.DAO, ChainID: r.ChainID, ProposalID: r.ProposalID, Voter: r.Voter, Support: r.Support,
-			Weight: r.Weight, Reason: r.Reason, Params: r.Params, BlockNumber: r.BlockNumber, BlockHash: r.BlockHash,
-			TxHash: r.TxHash, LogIndex: r.LogIndex, CastAt: r.CastAt.UTC()}
-	}
-	return out, next, nil
+	out, err := s.domainVotes(ctx, rows)
+	return out, next, err
 }

@@ -375,10 +375,13 @@ func deleteDAO(tx *gorm.DB, slug string) error {
 }
 
 // purgeDAO deletes what was indexed of a DAO: its cursor, proposals,
-// votes and delegations. What its probe learned stays: it names its
-// generation (dao_probes), so a new definition does not read it.
+// votes (with their overrides) and timelines, delegations and the clock
+// points of its token's events, and what its governor said of itself.
+// What its probe learned stays: it names its generation (dao_probes), so a
+// new definition does not read it.
 func purgeDAO(tx *gorm.DB, slug string) error {
-	for _, table := range []string{"chain_cursors", "proposal_revisions", "proposals", "votes", "token_events", "delegations", "delegates", "delegated_powers"} {
+	for _, table := range []string{"chain_cursors", "proposal_revisions", "proposals", "votes", "token_events", "delegations", "delegates", "delegated_powers",
+		"vote_overrides", "proposal_timeline", "clock_points", "dao_governors"} {
 		if err := tx.Exec(`DELETE FROM `+table+` WHERE dao = ?`, slug).Error; err != nil {
 			return fmt.Errorf("purge %s of dao %s: %w", table, slug, err)
 		}

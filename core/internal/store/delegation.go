@@ -871,11 +871,13 @@ func (s *Store) ListVotesBy(ctx context.Context, dao, voter string, p core.Page)
 		rows = rows[:p.PageLimit()]
 		next = rows[len(rows)-1].ID
 	}
+	votes, err := s.domainVotes(ctx, rows)
+	if err != nil {
+		return nil, 0, err
+	}
 	out := make([]core.VoteWithProposal, len(rows))
 	for i, r := range rows {
-		out[i].Vote = core.Vote{DAO: r.DAO, ChainID: r.ChainID, ProposalID: r.ProposalID, Voter: r.Voter, Support: r.Support,
-			Weight: r.Weight, Reason: r.Reason, Params: r.Params, BlockNumber: r.BlockNumber, BlockHash: r.BlockHash,
-			TxHash: r.TxHash, LogIndex: r.LogIndex, CastAt: r.CastAt.UTC()}
+		out[i].Vote = votes[i]
 		if pr, ok, err := s.Proposal(ctx, dao, r.ProposalID); err != nil {
 			return nil, 0, err
 		} else if ok {
@@ -893,7 +895,9 @@ func (s *Store) PowerAt(ctx context.Context, dao, clock string, at uint64) (stri
 	if clock == core.ClockTimestamp {
 		q = q.Where("at <= ?", time.Unix(int64(at), 0).UTC())
 	} else {
-		q = q.Where("block <= ?", at)
+		// The governor's clock at the row's block, which is not the
+		// block number on an L2 token's clock (clock_points).
+		q = q.Where(fmt.Sprintf(timepointExpr, "delegated_powers", "block")+" <= ?", at)
 	}
 	var rows []powerRow
 	if err := q.Find(&rows).Error; err != nil {

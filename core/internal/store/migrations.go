@@ -24,6 +24,8 @@ var migrations = []*gormigrate.Migration{
 	{ID: "0009_token_events_keyed_by_log", Migrate: migrate0009, Rollback: rollback0009},
 	{ID: "0010_delegates_listing_indexes", Migrate: migrate0010, Rollback: rollback0010},
 	{ID: "0011_deliveries_success_inline", Migrate: migrate0011, Rollback: rollback0011},
+	{ID: "0015_vote_overrides_clock_points_timeline", Migrate: migrate0015, Rollback: rollback0015},
+	{ID: "0016_dao_governors", Migrate: migrate0016, Rollback: rollback0016},
 	{ID: "0020_webhook_consumer_settings", Migrate: migrate0020, Rollback: rollback0020},
 	{ID: "0030_chain_shared_cursors", Migrate: migrate0030, Rollback: rollback0030},
 	{ID: "0031_notifications_chain_block", Migrate: migrate0031, Rollback: rollback0031},

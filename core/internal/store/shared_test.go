@@ -194,7 +194,9 @@ func TestDAORegistry(t *testing.T) {
 		}
 		// Its index so far:
 		if err := s.ApplyBatch(ctx, core.IndexBatch{DAO: "added", ChainID: 1, Cursor: core.Cursor{Block: 9, Hash: "0x9"},
-			Proposals: []core.Proposal{proposal("added", "1", 5, core.ProposalPending, "0")}}); err != nil {
+			Proposals: []core.Proposal{proposal("added", "1", 5, core.ProposalPending, "0")},
+			Timeline:  []core.TimelineEntry{{DAO: "added", ProposalID: "1", ChainID: 1, Event: core.TimelineCreated, Block: 5, TxHash: "0x5"}},
+			Governor:  &core.GovernorInfo{ClockMode: core.ClockBlockNumber}}); err != nil {
 			t.Fatal(err)
 		}
 		renamed := added
@@ -213,6 +215,12 @@ func TestDAORegistry(t *testing.T) {
 		}
 		if _, ok, _ := s.Proposal(ctx, "added", "1"); ok {
 			t.Fatal("a new definition kept the old index")
+		}
+		if tl, _ := s.Timeline(ctx, "added", "1"); len(tl) != 0 {
+			t.Fatalf("a new definition kept the old timeline %+v", tl)
+		}
+		if g, ok, _ := s.Governor(ctx, "added"); ok {
+			t.Fatalf("a new definition kept what the old governor said: %+v", g)
 		}
 		// A batch of the old definition is refused.
 		dropped, err := s.ApplyBatches(ctx, core.ChainBatch{ChainID: 1, DAOs: []core.IndexBatch{{DAO: "added", ChainID: 1, Generation: added.Generation, Cursor: core.Cursor{Block: 10, Hash: "0x10"}}}})

@@ -344,6 +344,8 @@ func support(v uint8) string {
 		return "for"
 	case 2:
 		return "abstain"
+	case core.SupportFractional:
+		return "split"
 	}
 	return "support " + strconv.Itoa(int(v))
 }
@@ -478,17 +480,111 @@ func (d proposalsData) Older() string {
 
 type voteView struct {
 	core.Vote
-	Side   string // for, against, abstain
+	Side   string // for, against, abstain, split
 	Amount string
+	// Parts is a split vote's weight on each side it gave weight to
+	// (GovernorCountingFractional), in for, against, abstain order.
+	Parts []votePart
+	// Override is an OverrideVoteCast (GovernorCountingOverridable): the
+	// delegator voted its own balance; Reduced, when its delegate had
+	// voted, is what that took back from the delegate's side.
+	Override     bool
+	Reduced      string
+	DelegateSide string
+}
+
+// votePart is one side of a split vote.
+type votePart struct {
+	Side, Amount, Raw string
+}
+
+func viewVote(vt core.Vote) voteView {
+	v := voteView{Vote: vt, Side: support(vt.Support), Amount: tokens(vt.Weight), Override: vt.Kind == core.VoteKindOverride}
+	if vt.Support == core.SupportFractional {
+		v.Side = "split"
+		for _, p := range []votePart{{"for", "", vt.ForWeight}, {"against", "", vt.AgainstWeight}, {"abstain", "", vt.AbstainWeight}} {
+			if decimal(p.Raw).Sign() > 0 {
+				p.Amount = tokens(p.Raw)
+				v.Parts = append(v.Parts, p)
+			}
+		}
+	}
+	if v.Override && vt.DelegateSupport != nil {
+		v.Reduced, v.DelegateSide = tokens(vt.ReducedWeight), support(*vt.DelegateSupport)
+	}
+	return v
+}
+
+// timelineView is a step of a proposal's life as the page lists it.
+type timelineView struct {
+	core.TimelineEntry
+	Label string
+}
+
+// timelineLabels name the timeline's events for a reader.
+var timelineLabels = map[string]string{
+	core.TimelineCreated: "Proposed", core.TimelineActive: "Voting opened", core.TimelineExtended: "Voting extended (late quorum)",
+	core.TimelineSucceeded: "Voting closed: succeeded", core.TimelineDefeated: "Voting closed: defeated", core.TimelineQueued: "Queued in the timelock",
+	core.TimelineExecuted: "Executed", core.TimelineCanceled: "Canceled", core.TimelineExpired: "Expired unexecuted",
+}
+
+func viewTimeline(es []core.TimelineEntry) []timelineView {
+	out := make([]timelineView, len(es))
+	for i, e := range es {
+		out[i] = timelineView{TimelineEntry: e, Label: timelineLabels[e.Event]}
+		if out[i].Label == "" {
+			out[i].Label = label(e.Event)
+		}
+	}
+	return out
+}
+
+// voteStatsView is a proposal's vote statistics as the page shows them.
+type voteStatsView struct {
+	Sides  []sideStats
+	Voters int64
+	Total  string // compact token amount
+	// QuorumShare and Turnout are percentages; "" when unknown.
+	QuorumShare string
+	Turnout     string
+	Delegated   string // compact: the power delegated at the snapshot
+}
+
+type sideStats struct {
+	Side, Amount, Raw, Share string
+	Voters                   int64
+}
+
+func viewStats(st *core.VoteStats) *voteStatsView {
+	if st == nil {
+		return nil
+	}
+	v := &voteStatsView{Voters: st.Voters, Total: tokens(st.TotalWeight), Sides: []sideStats{
+		{"for", tokens(st.ForWeight), st.ForWeight, pct(st.ForShare), st.VotersFor},
+		{"against", tokens(st.AgainstWeight), st.AgainstWeight, pct(st.AgainstShare), st.VotersAgainst},
+		{"abstain", tokens(st.AbstainWeight), st.AbstainWeight, pct(st.AbstainShare), st.VotersAbstain},
+	}}
+	if st.QuorumShare != nil {
+		v.QuorumShare = pct(*st.QuorumShare)
+	}
+	if st.Turnout != nil {
+		v.Turnout = pct(*st.Turnout)
+	}
+	if st.DelegatedAtSnapshot != nil {
+		v.Delegated = tokens(*st.DelegatedAtSnapshot)
+	}
+	return v
 }
 
 type proposalData struct {
-	DAO     core.DAO
-	P       proposalView
-	Votes   []voteView
-	Before  int64
-	Next    *int64
-	Actions []actionView
+	DAO      core.DAO
+	P        proposalView
+	Votes    []voteView
+	Before   int64
+	Next     *int64
+	Actions  []actionView
+	Timeline []timelineView
+	Stats    *voteStatsView
 }
 
 // actionView is a proposal's call as the page shows it: the function with
@@ -577,8 +673,10 @@ func (u *UI) proposal(w http.ResponseWriter, r *http.Request, s *session) {
 		v.Set("before", strconv.FormatInt(b, 10))
 	}
 	var one struct {
-		Proposal core.Proposal
-		Votes    struct {
+		Proposal   core.Proposal
+		Timeline   []core.TimelineEntry
+		Statistics *core.VoteStats
+		Votes      struct {
 			Items      []core.Vote
 			NextBefore *int64
 		}
@@ -594,8 +692,9 @@ func (u *UI) proposal(w http.ResponseWriter, r *http.Request, s *session) {
 	snaps, _ := u.healthSnaps(ctx)
 	d.P = viewProposal(one.Proposal, dao, clockOf(snaps[slug]), u.now())
 	for _, vt := range one.Votes.Items {
-		d.Votes = append(d.Votes, voteView{Vote: vt, Side: support(vt.Support), Amount: tokens(vt.Weight)})
+		d.Votes = append(d.Votes, viewVote(vt))
 	}
+	d.Timeline, d.Stats = viewTimeline(one.Timeline), viewStats(one.Statistics)
 	d.Next = one.Votes.NextBefore
 	p := one.Proposal
 	d.Actions = viewActions(p.Actions)

@@ -25,6 +25,7 @@ type Data struct {
 	Title       Text
 	Description Text
 	Voter       Text
+	Delegate    Text // vote.overridden: the delegate whose vote it reduced
 	Support     Text
 	Weight      Text
 	Reason      Text
@@ -95,6 +96,8 @@ func (d *Data) field(k []byte) *Text {
 		return &d.ProposalID
 	case "proposer":
 		return &d.Proposer
+	case "delegate":
+		return &d.Delegate
 	case "title":
 		return &d.Title
 	case "description":
@@ -181,11 +184,20 @@ func Describe(n sdk.Notification, o Options) (Message, error) {
 		m.Body = string(d.Description)
 		m.Color = 0x2EB67D
 		add(&m, "Proposer", string(d.Proposer))
-	case sdk.TypeVoteCast:
+	case sdk.TypeVoteCast, sdk.TypeVoteOverridden:
 		support := SupportLabel(string(d.Support))
 		weight := FormatUnits(string(d.Weight), o.WeightDecimals)
 		m.Title = "Vote " + support + ": " + proposal
 		m.Summary = Short(string(d.Voter)) + " voted " + support + " on " + proposal + " with " + weight + " votes"
+		if n.Type == sdk.TypeVoteOverridden {
+			// A delegator overriding its delegate (GovernorCountingOverridable).
+			m.Title = "Override vote " + support + ": " + proposal
+			if d.Delegate != "" {
+				m.Summary += ", in place of its delegate " + Short(string(d.Delegate))
+			} else {
+				m.Summary += ", in place of its delegate"
+			}
+		}
 		m.Body = string(d.Reason)
 		switch support {
 		case "for":
@@ -302,6 +314,8 @@ func SupportLabel(s string) string {
 		return "for"
 	case "2":
 		return "abstain"
+	case "255":
+		return "split" // GovernorCountingFractional
 	}
 	if s == "" {
 		return "?"

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"math/big"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/govgate/govgate/sdk"
 )
 
 // formatUnitsBig is FormatUnits done with math/big, as it was before it
@@ -130,6 +133,7 @@ type oldData struct {
 	Title         oldText `json:"title"`
 	Description   oldText `json:"description"`
 	Voter         oldText `json:"voter"`
+	Delegate      oldText `json:"delegate"`
 	Support       oldText `json:"support"`
 	Weight        oldText `json:"weight"`
 	Reason        oldText `json:"reason"`
@@ -150,7 +154,7 @@ type oldData struct {
 // strings with escapes and non-ASCII text, keys given twice.
 func TestDataDecodeIsUnmarshal(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 5))
-	keys := []string{"proposalId", "proposer", "title", "description", "voter", "support", "weight", "reason", "eta", "extendedDeadline",
+	keys := []string{"proposalId", "proposer", "title", "description", "voter", "delegate", "support", "weight", "reason", "eta", "extendedDeadline",
 		"forVotes", "againstVotes", "abstainVotes", "quorum", "quorumReached", "secondsLeft", "endsAt", "estimated", "unknown"}
 	pieces := []string{"a", "é", `"`, `\`, "\n", "\t", "<", ">", "&", "\u2028", "€", "𝄞", " ", "0x", "\x00"}
 	value := func() any {
@@ -187,7 +191,7 @@ func TestDataDecodeIsUnmarshal(t *testing.T) {
 		b = append(b, '}')
 		var old oldData
 		werr := json.Unmarshal(b, &old)
-		want := Data{Text(old.ProposalID), Text(old.Proposer), Text(old.Title), Text(old.Description), Text(old.Voter), Text(old.Support),
+		want := Data{Text(old.ProposalID), Text(old.Proposer), Text(old.Title), Text(old.Description), Text(old.Voter), Text(old.Delegate), Text(old.Support),
 			Text(old.Weight), Text(old.Reason), Text(old.ETA), Text(old.Deadline), Text(old.ForVotes), Text(old.AgainstVotes),
 			Text(old.AbstainVotes), Text(old.Quorum), Text(old.QuorumReached), Text(old.SecondsLeft), Text(old.EndsAt), Text(old.Estimated)}
 		var got Data
@@ -242,5 +246,34 @@ func TestAppendStringIsMarshal(t *testing.T) {
 			b[j] = alphabet[r.IntN(len(alphabet))]
 		}
 		check(string(b))
+	}
+}
+
+// TestDescribeVotes words the documented override example and a split
+// vote of GovernorCountingFractional.
+func TestDescribeVotes(t *testing.T) {
+	raw, err := os.ReadFile("../../../docs/schemas/examples/vote.overridden.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var over sdk.Notification
+	if err := json.Unmarshal(raw, &over); err != nil {
+		t.Fatal(err)
+	}
+	split := sdk.Notification{Type: sdk.TypeVoteCast, DAO: "gitcoin", Data: json.RawMessage(`{"proposalId":"7","title":"Fund GG24","voter":"0x2B1Ad6184a6B0fac06bD225ed37C2AbC04415fF4","support":255,"weight":"800000000000000000000"}`)}
+	for _, tc := range []struct {
+		n            sdk.Notification
+		title, summa string
+	}{
+		{over, "Override vote against: Proposal 61", "0x71C7…976F voted against on Proposal 61 with 120,000.00 votes, in place of its delegate 0x8E4E…a42E"},
+		{split, "Vote split: Fund GG24", "0x2B1A…5fF4 voted split on Fund GG24 with 800.00 votes"},
+	} {
+		m, err := Describe(tc.n, Options{WeightDecimals: 18})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Title != tc.title || m.Summary != tc.summa {
+			t.Errorf("%s: %q / %q, want %q / %q", tc.n.Type, m.Title, m.Summary, tc.title, tc.summa)
+		}
 	}
 }

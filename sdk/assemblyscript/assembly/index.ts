@@ -38,6 +38,7 @@ export const ABI_VERSION: i32 = 1;
 // Notification types the chain indexer emits; the admin API sends TYPE_TEST.
 export const TYPE_PROPOSAL_CREATED = "proposal.created";
 export const TYPE_VOTE_CAST = "vote.cast";
+export const TYPE_VOTE_OVERRIDDEN = "vote.overridden";
 export const TYPE_PROPOSAL_QUEUED = "proposal.queued";
 export const TYPE_PROPOSAL_EXECUTED = "proposal.executed";
 export const TYPE_PROPOSAL_CANCELED = "proposal.canceled";

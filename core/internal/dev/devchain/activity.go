@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
 	"time"
 
 	"github.com/govgate/govgate/core"
@@ -82,6 +83,15 @@ var scenes = []scene{
 	{"alpha window", func(ctx context.Context, c *Chain, round int) error {
 		return c.alphaStep(ctx)
 	}},
+	{"fractional lifecycle", func(ctx context.Context, c *Chain, round int) error {
+		return c.countingLifecycle(ctx, c.OZFrac, round)
+	}},
+	{"override lifecycle", func(ctx context.Context, c *Chain, round int) error {
+		return c.countingLifecycle(ctx, c.OZOverride, round)
+	}},
+	{"offset-clock late quorum", func(ctx context.Context, c *Chain, round int) error {
+		return c.Lifecycle(ctx, c.OZOffset, round, true)
+	}},
 }
 
 // delegationScene is a round of MoveDelegations.
@@ -98,7 +108,7 @@ func delegationScene(ctx context.Context, c *Chain, round int) error {
 // dev-oz4 and dev-oz-time at govgate dev's one block a second, unless a
 // later scene's blocks or time jumps end it sooner.
 func (c *Chain) stageStanding(ctx context.Context) error {
-	_, err := c.StageStates(ctx, c.OZ, c.Bravo, c.OZ4, c.OZTime)
+	_, err := c.StageStates(ctx, c.OZ, c.Bravo, c.OZ4, c.OZTime, c.OZFrac, c.OZOverride, c.OZOffset)
 	return err
 }
 
@@ -207,6 +217,55 @@ func (c *Chain) Lifecycle(ctx context.Context, d *Deployment, round int, late bo
 		return err
 	}
 	return nil
+}
+
+// countingLifecycle runs one proposal from creation to execution on
+// dev-oz-fractional or dev-oz-override, with the votes only they count: on
+// the first, account 0 splits part of its weight over two calls in two
+// blocks, account 2 casts part of its weight against, account 3 votes for; on the second, one of account 0's delegators
+// overrides before account 0 votes and the other after, which reduces
+// account 0's vote.
+func (c *Chain) countingLifecycle(ctx context.Context, d *Deployment, round int) error {
+	c.scene.Lock()
+	defer c.scene.Unlock()
+	p, err := c.Propose(ctx, d, 1, fmt.Sprintf("# Dev proposal %d (%s)\n\nStore %d in the box.", round, d.Slug, round), uint64(round))
+	if err != nil {
+		return err
+	}
+	if err := c.OpenVoting(ctx, p); err != nil {
+		return err
+	}
+	var steps [][]txCall
+	if d == c.OZFrac {
+		steps = [][]txCall{
+			{fractionalCall(p, 0, tokens(5_000), tokens(30_000), tokens(5_000), "a split vote")},
+			{fractionalCall(p, 2, tokens(20_000), new(big.Int), new(big.Int), "a little against")},
+			{fractionalCall(p, 0, new(big.Int), tokens(25_000), tokens(10_000), "more of my split")},
+			{mustVote(p, 3, For, "")},
+		}
+	} else if c.overrides() {
+		steps = [][]txCall{
+			{overrideCall(p, overrideDelegators[1], Abstain, "I speak for myself")},
+			{mustVote(p, 0, For, "ship it")},
+			{overrideCall(p, overrideDelegators[0], Against, "not with my tokens")},
+			{mustVote(p, 3, For, "")},
+		}
+	} else {
+		steps = [][]txCall{{mustVote(p, 0, For, "ship it")}, {mustVote(p, 3, For, "")}}
+	}
+	for _, calls := range steps {
+		if _, err := c.sealCalls(ctx, calls); err != nil {
+			return err
+		}
+	}
+	if err := c.CloseVoting(ctx, p); err != nil {
+		return err
+	}
+	if _, err := c.Queue(ctx, p); err != nil {
+		return err
+	}
+	_, err = c.Execute(ctx, p)
+	return err
 }
 
 // lateTimepoint is when to bring the votes that reach a late quorum on p:

@@ -29,7 +29,7 @@ const ballotGas = 80_000
 // of real VoteCast events, for benchmarks. support(i) chooses each vote.
 // It returns the receipts of the relaying transactions.
 func (c *Chain) CastVotesBySig(ctx context.Context, p *Proposal, first, n int, support func(i int) uint8) ([]*types.Receipt, error) {
-	if p.DAO.contract() != "OZGovernor" {
+	if !p.DAO.oz5() {
 		// 4.9's Ballot has neither voter nor nonce, and BatchVoter calls 5.x.
 		return nil, errors.New("cast votes by sig: only OpenZeppelin 5.x governors take these signed ballots")
 	}

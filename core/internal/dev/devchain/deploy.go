@@ -38,6 +38,10 @@ const (
 	compoundGracePeriod   = 14 * 24 * time.Hour
 
 	uniSupply = 1_000_000_000 // UNI, minted by the Uni constructor
+
+	// clockOffset is how far dev-offset-clock's token clock runs ahead of
+	// the chain's block number, as an L2's layer-1 block number does.
+	clockOffset = 1_000_000
 )
 
 // deploy deploys the five DAOs, the Box target and the BatchVoter, then
@@ -56,6 +60,9 @@ func (c *Chain) deploy(ctx context.Context) error {
 		return err
 	}
 	if err := c.deployAlpha(ctx); err != nil {
+		return err
+	}
+	if err := c.deployCounting(ctx); err != nil {
 		return err
 	}
 	var err error
@@ -77,6 +84,9 @@ func (c *Chain) deploy(ctx context.Context) error {
 		{"OZ4Token", c.OZ4.Token, tokens(tokenSupply)},
 		{"TimeGovToken", c.OZTime.Token, tokens(tokenSupply)},
 		{"Uni", c.Alpha.Token, tokens(uniSupply)},
+		{"GovToken", c.OZFrac.Token, tokens(tokenSupply)},
+		{"ExtGovToken", c.OZOverride.Token, tokens(tokenSupply)},
+		{"OffsetGovToken", c.OZOffset.Token, tokens(tokenSupply)},
 	}
 	for _, t := range tokens {
 		share := new(big.Int).Div(t.supply, big.NewInt(int64(len(c.addrs))))
@@ -89,7 +99,12 @@ func (c *Chain) deploy(ctx context.Context) error {
 	c.commitLocked()
 	for _, t := range tokens {
 		for i := range c.addrs {
-			if _, err := c.send(ctx, i, t.artifact, t.addr, "delegate", c.addrs[i]); err != nil {
+			to := c.addrs[i]
+			if t.addr == c.OZOverride.Token && c.overrides() && (i == overrideDelegators[0] || i == overrideDelegators[1]) {
+				// Delegators whose delegate's votes they can override.
+				to = c.addrs[0]
+			}
+			if _, err := c.send(ctx, i, t.artifact, t.addr, "delegate", to); err != nil {
 				return err
 			}
 		}
@@ -113,7 +128,7 @@ func (c *Chain) deployOZ(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	timelock, oz, ozBlock, err := c.deployOZ5Governor(ctx, "Govgate Dev Governor", token, votingDelay, votingPeriod, lateQuorumExtension)
+	timelock, oz, ozBlock, err := c.deployOZ5Governor(ctx, "OZGovernor", "Govgate Dev Governor", token, votingDelay, votingPeriod, lateQuorumExtension)
 	if err != nil {
 		return err
 	}
@@ -138,14 +153,15 @@ func (c *Chain) deployOZ(ctx context.Context) error {
 	return nil
 }
 
-// deployOZ5Governor deploys a TimelockController and an OZGovernor that
-// proposes to and cancels in it.
-func (c *Chain) deployOZ5Governor(ctx context.Context, name string, token common.Address, delay, period, extension uint64) (timelock, governor common.Address, block uint64, err error) {
+// deployOZ5Governor deploys a TimelockController and an OpenZeppelin 5.x
+// governor (artifact OZGovernor, FractionalGovernor or OverridableGovernor)
+// that proposes to and cancels in it.
+func (c *Chain) deployOZ5Governor(ctx context.Context, artifact, name string, token common.Address, delay, period, extension uint64) (timelock, governor common.Address, block uint64, err error) {
 	timelock, _, err = c.deployLocked(ctx, "Timelock", big.NewInt(timelockDelay), []common.Address{}, []common.Address{{}}, c.addrs[0])
 	if err != nil {
 		return
 	}
-	governor, block, err = c.deployLocked(ctx, "OZGovernor", name, token, timelock,
+	governor, block, err = c.deployLocked(ctx, artifact, name, token, timelock,
 		new(big.Int).SetUint64(delay), uint32(period), big.NewInt(quorumPercent), new(big.Int).SetUint64(extension))
 	if err != nil {
 		return
@@ -215,7 +231,7 @@ func (c *Chain) deployOZTime(ctx context.Context) error {
 		return err
 	}
 	const name = "Govgate Dev Time Governor"
-	timelock, governor, block, err := c.deployOZ5Governor(ctx, name, token, timeVotingDelay, timeVotingPeriod, timeLateQuorumExtension)
+	timelock, governor, block, err := c.deployOZ5Governor(ctx, "OZGovernor", name, token, timeVotingDelay, timeVotingPeriod, timeLateQuorumExtension)
 	if err != nil {
 		return err
 	}
@@ -261,6 +277,57 @@ func (c *Chain) deployAlpha(ctx context.Context) error {
 		Governor: governor, Token: uni, Timelock: timelock, StartBlock: block,
 		VotingDelay: params[0], VotingPeriod: params[1], TimelockDelay: compoundTimelockDelay,
 		artifact: "GovernorAlpha",
+	}
+	return nil
+}
+
+// overrideDelegators are the dev accounts that delegate their
+// dev-oz-override votes to account 0 rather than to themselves, so that
+// they can override its vote. The delegation scene leaves them alone.
+var overrideDelegators = [2]int{4, 5}
+
+// overrides reports whether the chain has the dev accounts that override
+// on dev-oz-override (Options.Accounts of 6 or more); with fewer, its
+// proposals get plain votes only.
+func (c *Chain) overrides() bool { return c.holders > overrideDelegators[1] }
+
+// deployCounting deploys the DAOs of the other counting modules and
+// clocks, each an OpenZeppelin 5.x governor of Governor.sol.in behind its
+// own TimelockController, with dev-oz's parameters: dev-oz-fractional
+// (GovernorCountingFractional on a GovToken), dev-oz-override
+// (GovernorCountingOverridable on an ExtGovToken) and dev-offset-clock
+// (GovernorCountingSimple on an OffsetGovToken, whose clock runs
+// clockOffset ahead of the block number).
+func (c *Chain) deployCounting(ctx context.Context) error {
+	for _, spec := range []struct {
+		dst                     **Deployment
+		slug, name, govName     string
+		artifact, tokenArtifact string
+		offset                  uint64
+	}{
+		{&c.OZFrac, "dev-oz-fractional", "Devchain OpenZeppelin Governor (fractional votes)", "Govgate Dev Fractional Governor", "FractionalGovernor", "GovToken", 0},
+		{&c.OZOverride, "dev-oz-override", "Devchain OpenZeppelin Governor (overridable votes)", "Govgate Dev Override Governor", "OverridableGovernor", "ExtGovToken", 0},
+		{&c.OZOffset, "dev-offset-clock", "Devchain OpenZeppelin Governor (offset clock, as on an L2)", "Govgate Dev Offset Governor", "OZGovernor", "OffsetGovToken", clockOffset},
+	} {
+		args := []any{c.addrs[0], tokens(tokenSupply)}
+		if spec.offset > 0 {
+			args = append(args, new(big.Int).SetUint64(spec.offset))
+		}
+		token, _, err := c.deployLocked(ctx, spec.tokenArtifact, args...)
+		if err != nil {
+			return err
+		}
+		timelock, governor, block, err := c.deployOZ5Governor(ctx, spec.artifact, spec.govName, token, votingDelay, votingPeriod, lateQuorumExtension)
+		if err != nil {
+			return err
+		}
+		*spec.dst = &Deployment{
+			Slug: spec.slug, Name: spec.name, Kind: core.KindOZGovernor, Clock: core.ClockBlockNumber,
+			Governor: governor, Token: token, Timelock: timelock, StartBlock: block,
+			VotingDelay: votingDelay, VotingPeriod: votingPeriod, TimelockDelay: timelockDelay * time.Second,
+			ClockOffset: spec.offset,
+			artifact:    spec.artifact, govName: spec.govName,
+		}
 	}
 	return nil
 }

@@ -102,8 +102,16 @@ type Chain struct {
 	OZ4    *Deployment // dev-oz4: OpenZeppelin 4.9 Governor, Compound Timelock (proposals can expire)
 	OZTime *Deployment // dev-oz-time: OpenZeppelin 5.x Governor on a timestamp clock
 	Alpha  *Deployment // dev-alpha: Uniswap's GovernorAlpha, Uni and Timelock as published
-	Box    common.Address
-	batch  common.Address // BatchVoter
+	// OZFrac, OZOverride and OZOffset are OpenZeppelin 5.x governors with
+	// the other counting modules and an L2-like clock: dev-oz-fractional
+	// (GovernorCountingFractional), dev-oz-override
+	// (GovernorCountingOverridable) and dev-offset-clock (a token clock
+	// ahead of the block number).
+	OZFrac     *Deployment
+	OZOverride *Deployment
+	OZOffset   *Deployment
+	Box        common.Address
+	batch      common.Address // BatchVoter
 	// Actions are the targets of dev-oz's actions proposal (actions.go).
 	Actions *ActionTargets
 
@@ -139,6 +147,9 @@ type Deployment struct {
 	// queueing and execution.
 	VotingDelay, VotingPeriod uint64
 	TimelockDelay             time.Duration
+	// ClockOffset is how far the governor's block-number clock runs ahead
+	// of the chain's block number (dev-offset-clock); 0 elsewhere.
+	ClockOffset uint64
 
 	artifact string // the governor's artifact
 	govName  string // an OpenZeppelin governor's name(), its EIP-712 domain name
@@ -430,10 +441,11 @@ const (
 	fastForwardChunk = 1024
 )
 
-// Deployments returns the five deployed DAOs: dev-oz, dev-bravo, dev-oz4,
-// dev-oz-time and dev-alpha.
+// Deployments returns the eight deployed DAOs: dev-oz, dev-bravo, dev-oz4,
+// dev-oz-time, dev-alpha, dev-oz-fractional, dev-oz-override and
+// dev-offset-clock.
 func (c *Chain) Deployments() []*Deployment {
-	return []*Deployment{c.OZ, c.Bravo, c.OZ4, c.OZTime, c.Alpha}
+	return []*Deployment{c.OZ, c.Bravo, c.OZ4, c.OZTime, c.Alpha, c.OZFrac, c.OZOverride, c.OZOffset}
 }
 
 // DAOs returns the deployed DAOs as govgate configures them, in the order

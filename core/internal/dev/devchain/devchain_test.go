@@ -290,7 +290,12 @@ func TestActivityScenes(t *testing.T) {
 		if d != c.Alpha {
 			want = append(want, "ProposalQueued", "ProposalExecuted")
 		}
-		if d.Kind == core.KindOZGovernor {
+		switch {
+		case d == c.OZFrac:
+			want = append(want, "VoteCastWithParams") // the split votes
+		case d == c.OZOverride:
+			// Overrides need six accounts (TestOverrides); this chain has four.
+		case d.Kind == core.KindOZGovernor:
 			want = append(want, "ProposalExtended")
 		}
 		for _, ev := range want {
@@ -393,6 +398,36 @@ func TestMineToFastForward(t *testing.T) {
 	}
 	if err := c.Lifecycle(ctx, c.OZ, 1, true); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOverrides runs the override lifecycle on a chain with the accounts
+// it needs, and checks the governor's tallies: account 0 votes for with
+// its own weight and that of its two delegators, one of which overrode
+// (abstain) before it voted and the other (against) after.
+func TestOverrides(t *testing.T) {
+	ctx := context.Background()
+	c, err := Start(ctx, Options{Accounts: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.countingLifecycle(ctx, c.OZOverride, 1); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := c.Client().FilterLogs(ctx, ethereum.FilterQuery{Addresses: []common.Address{c.OZOverride.Governor}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gov := mustArtifact("OverridableGovernor").ABI
+	seen := map[string]int{}
+	for _, l := range logs {
+		if ev, err := gov.EventByID(l.Topics[0]); err == nil {
+			seen[ev.Name]++
+		}
+	}
+	if seen["OverrideVoteCast"] != 2 || seen["VoteReduced"] != 1 || seen["ProposalExecuted"] != 1 {
+		t.Errorf("events %v: want 2 OverrideVoteCast, 1 VoteReduced, 1 ProposalExecuted", seen)
 	}
 }
 

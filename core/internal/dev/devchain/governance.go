@@ -146,7 +146,10 @@ func (p *Proposal) created(r *types.Receipt) error {
 // much later on a timestamp clock.
 func (c *Chain) AdvanceTo(ctx context.Context, d *Deployment, timepoint uint64) error {
 	if d.Clock != core.ClockTimestamp {
-		return c.MineTo(ctx, timepoint)
+		if timepoint < d.ClockOffset {
+			return nil
+		}
+		return c.MineTo(ctx, timepoint-d.ClockOffset)
 	}
 	head, err := c.Head(ctx)
 	if err != nil {
@@ -201,6 +204,60 @@ func (c *Chain) VoteWithParams(ctx context.Context, p *Proposal, voter int, supp
 		return nil, errors.New("vote with params: only OpenZeppelin governors take params")
 	}
 	return c.transact(ctx, voter, p.DAO.contract(), p.DAO.Governor, "castVoteWithReasonAndParams", p.ID, support, reason, params)
+}
+
+// fractionalCall is voter's vote of support 255 on a GovernorCountingFractional
+// proposal: params pack against, for and abstain as three uint128, 48 bytes
+// (OpenZeppelin's GovernorCountingFractional._countVote). Together they may
+// be less than the voter's weight: the rest is left for a later call.
+func fractionalCall(p *Proposal, voter int, against, forV, abstain *big.Int, reason string) txCall {
+	return txCall{from: voter, artifact: p.DAO.contract(), to: p.DAO.Governor, method: "castVoteWithReasonAndParams",
+		args: []any{p.ID, uint8(Fractional), reason, FractionalParams(against, forV, abstain)}}
+}
+
+// Fractional is GovernorCountingFractional's support value of a split vote.
+const Fractional uint8 = 255
+
+// FractionalParams packs a split vote's weights as GovernorCountingFractional
+// reads them: three big-endian uint128, against, for, abstain.
+func FractionalParams(against, forV, abstain *big.Int) []byte {
+	out := make([]byte, 48)
+	against.FillBytes(out[0:16])
+	forV.FillBytes(out[16:32])
+	abstain.FillBytes(out[32:48])
+	return out
+}
+
+// VoteFractional casts voter's split vote (support 255) on a
+// GovernorCountingFractional proposal.
+func (c *Chain) VoteFractional(ctx context.Context, p *Proposal, voter int, against, forV, abstain *big.Int, reason string) (*types.Receipt, error) {
+	cl := fractionalCall(p, voter, against, forV, abstain, reason)
+	return c.transact(ctx, cl.from, cl.artifact, cl.to, cl.method, cl.args...)
+}
+
+// overrideCall is delegator voter's castOverrideVote on a
+// GovernorCountingOverridable proposal.
+func overrideCall(p *Proposal, voter int, support uint8, reason string) txCall {
+	return txCall{from: voter, artifact: p.DAO.contract(), to: p.DAO.Governor, method: "castOverrideVote",
+		args: []any{p.ID, support, reason}}
+}
+
+// OverrideVote has delegator voter override its delegate's vote on a
+// GovernorCountingOverridable proposal with its own balance.
+func (c *Chain) OverrideVote(ctx context.Context, p *Proposal, voter int, support uint8, reason string) (*types.Receipt, error) {
+	cl := overrideCall(p, voter, support, reason)
+	return c.transact(ctx, cl.from, cl.artifact, cl.to, cl.method, cl.args...)
+}
+
+// oz5 reports whether d's governor is one of the OpenZeppelin 5.x governors
+// of Governor.sol.in (behind a TimelockController, whose queued proposals
+// never expire).
+func (d *Deployment) oz5() bool {
+	switch d.contract() {
+	case "OZGovernor", "FractionalGovernor", "OverridableGovernor":
+		return true
+	}
+	return false
 }
 
 // Deadline returns the last timepoint of voting, late-quorum extension

@@ -17,7 +17,7 @@ import (
 // OpenZeppelin 5.x governors behind a TimelockController, whose queued
 // proposals never expire.
 func (d *Deployment) States() []string {
-	if d.contract() == "OZGovernor" {
+	if d.oz5() {
 		var s []string
 		for _, st := range core.ProposalStates {
 			if st != core.ProposalExpired {
@@ -150,7 +150,7 @@ func (s *stager) decide(ctx context.Context) ([]*Proposal, error) {
 	decided, err := s.propose(ctx, 0, func(d *Deployment) []string {
 		var roles []string
 		for _, r := range alphaRoles {
-			if r != core.ProposalExpired || d.contract() != "OZGovernor" {
+			if r != core.ProposalExpired || !d.oz5() {
 				roles = append(roles, r)
 			}
 		}
@@ -177,6 +177,15 @@ func (s *stager) decide(ctx context.Context) ([]*Proposal, error) {
 		votes = append(votes, s.tally(p, p.Expect == core.ProposalDefeated)...)
 	}
 	if _, err := c.sealCalls(ctx, votes); err != nil {
+		return nil, err
+	}
+	// A block later: the second partial votes and the overrides of
+	// delegates that have voted.
+	var more []txCall
+	for _, p := range decided {
+		more = append(more, s.followUp(p, p.Expect == core.ProposalDefeated)...)
+	}
+	if _, err := c.sealCalls(ctx, more); err != nil {
 		return nil, err
 	}
 	for _, p := range decided {
@@ -225,14 +234,37 @@ func (s *stager) standing(ctx context.Context) error {
 	if err := s.open(ctx, active); err != nil {
 		return err
 	}
-	var votes []txCall
+	// On dev-oz-override a delegator overrides before its delegate votes,
+	// which then casts what is left of its weight.
+	var early []txCall
 	for _, p := range active {
+		if p.DAO == s.c.OZOverride && s.c.overrides() {
+			early = append(early, overrideCall(p, overrideDelegators[1], Abstain, "my own say"))
+		}
+	}
+	if _, err := s.c.sealCalls(ctx, early); err != nil {
+		return err
+	}
+	var votes, more []txCall
+	for _, p := range active {
+		if p.DAO == s.c.OZFrac {
+			votes = append(votes, fractionalCall(p, 0, tokens(20_000), tokens(40_000), new(big.Int), "mostly for"),
+				mustVote(p, 1, Against, ""), mustVote(p, 2, Abstain, "need more details"))
+			more = append(more, fractionalCall(p, 0, new(big.Int), tokens(5_000), tokens(1_000), "a little more"))
+			continue
+		}
 		votes = append(votes, mustVote(p, 0, For, ""), mustVote(p, 1, Against, ""))
 		if p.DAO.Kind != core.KindGovernorAlpha {
 			votes = append(votes, mustVote(p, 2, Abstain, "need more details"))
 		}
+		if p.DAO == s.c.OZOverride && s.c.overrides() {
+			more = append(more, overrideCall(p, overrideDelegators[0], Against, "not with my tokens"))
+		}
 	}
 	if _, err := s.c.sealCalls(ctx, votes); err != nil {
+		return err
+	}
+	if _, err := s.c.sealCalls(ctx, more); err != nil {
 		return err
 	}
 	// On GovernorAlpha by another proposer: the active one is live.
@@ -315,18 +347,29 @@ func (s *stager) open(ctx context.Context, ps []*Proposal) error {
 
 // tally is the votes of the dev accounts on p: for winning, or against
 // winning when defeat is set; account 3 abstains where the governor counts
-// abstentions. With equal shares either side has a clear majority.
+// abstentions. With equal shares either side has a clear majority. On
+// dev-oz-fractional accounts 0 and 3 split their weight (0 partly, the rest
+// in followUp); on dev-oz-override account 0 votes with its delegators'
+// weight too, which followUp's overrides take back.
 func (s *stager) tally(p *Proposal, defeat bool) []txCall {
+	second := For
+	if defeat {
+		second = Against
+	}
+	if p.DAO == s.c.OZFrac {
+		return []txCall{
+			fractionalCall(p, 0, tokens(10_000), tokens(50_000), tokens(5_000), "split"),
+			mustVote(p, 1, second, ""),
+			mustVote(p, 2, Against, "the treasury cannot afford it"),
+			fractionalCall(p, 3, tokens(30_000), new(big.Int), tokens(70_000), ""),
+		}
+	}
 	alpha := p.DAO.Kind == core.KindGovernorAlpha
 	reason := func(r string) string {
 		if alpha {
 			return ""
 		}
 		return r
-	}
-	second := For
-	if defeat {
-		second = Against
 	}
 	calls := []txCall{
 		mustVote(p, 0, For, reason("worth a try")),
@@ -337,6 +380,29 @@ func (s *stager) tally(p *Proposal, defeat bool) []txCall {
 		calls = append(calls, mustVote(p, 3, Abstain, ""))
 	}
 	return calls
+}
+
+// followUp is what comes a block after tally: on dev-oz-fractional account
+// 0's second partial vote; on dev-oz-override the overrides of account 0's
+// delegators (against when defeat is set, which turns the outcome; an
+// abstention otherwise).
+func (s *stager) followUp(p *Proposal, defeat bool) []txCall {
+	switch p.DAO {
+	case s.c.OZFrac:
+		return []txCall{fractionalCall(p, 0, new(big.Int), tokens(20_000), new(big.Int), "and some more for")}
+	case s.c.OZOverride:
+		if !s.c.overrides() {
+			return nil
+		}
+		if defeat {
+			return []txCall{
+				overrideCall(p, overrideDelegators[0], Against, "not with my tokens"),
+				overrideCall(p, overrideDelegators[1], Against, ""),
+			}
+		}
+		return []txCall{overrideCall(p, overrideDelegators[0], Abstain, "")}
+	}
+	return nil
 }
 
 // act calls method (queue, execute) on every proposal of ps expected in

@@ -111,7 +111,9 @@ func TestAdminAddsADAOAtRunTime(t *testing.T) {
 	resp, out = do(t, "GET", "http://"+a.api+"/"+c.OZ.Slug+"/health", "", nil)
 	var health struct {
 		Status string
-		Checks struct{ Indexer struct{ State, Output string } }
+		Checks struct {
+			Indexer struct{ State, Output string }
+		}
 	}
 	if err := json.Unmarshal(out, &health); err != nil || resp.StatusCode != http.StatusOK || health.Checks.Indexer.State != "syncing" ||
 		health.Checks.Indexer.Output == "no indexer status" {

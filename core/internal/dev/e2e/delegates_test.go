@@ -2,12 +2,15 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math/big"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/accounts/abi"
@@ -27,7 +30,11 @@ import (
 const tokenOracleABI = `[
 {"type":"function","name":"getVotes","stateMutability":"view","inputs":[{"name":"a","type":"address"}],"outputs":[{"name":"","type":"uint256"}]},
 {"type":"function","name":"getCurrentVotes","stateMutability":"view","inputs":[{"name":"a","type":"address"}],"outputs":[{"name":"","type":"uint96"}]},
-{"type":"function","name":"delegates","stateMutability":"view","inputs":[{"name":"a","type":"address"}],"outputs":[{"name":"","type":"address"}]}
+{"type":"function","name":"delegates","stateMutability":"view","inputs":[{"name":"a","type":"address"}],"outputs":[{"name":"","type":"address"}]},
+{"type":"function","name":"getPastVotes","stateMutability":"view","inputs":[{"name":"a","type":"address"},{"name":"t","type":"uint256"}],"outputs":[{"name":"","type":"uint256"}]},
+{"type":"function","name":"getPriorVotes","stateMutability":"view","inputs":[{"name":"a","type":"address"},{"name":"b","type":"uint256"}],"outputs":[{"name":"","type":"uint96"}]},
+{"type":"event","name":"DelegateChanged","anonymous":false,"inputs":[{"name":"delegator","type":"address","indexed":true},{"name":"fromDelegate","type":"address","indexed":true},{"name":"toDelegate","type":"address","indexed":true}]},
+{"type":"event","name":"DelegateVotesChanged","anonymous":false,"inputs":[{"name":"delegate","type":"address","indexed":true},{"name":"previousVotes","type":"uint256","indexed":false},{"name":"newVotes","type":"uint256","indexed":false}]}
 ]`
 
 // tokenTruth returns an account's voting power and delegate as the token
@@ -196,6 +203,9 @@ func TestServedDelegationIsTheTokens(t *testing.T) {
 				return n
 			}
 			t.Logf("%d accounts agree with their tokens", compare(t))
+			for _, d := range c.Deployments() {
+				checkPowerOverTime(t, c, gw, st, api.URL, d, accts, scene)
+			}
 
 			// Account 2 re-delegates on dev-oz's token; a reorganisation then
 			// takes that block away.
@@ -257,4 +267,189 @@ func TestServedDelegationIsTheTokens(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pastVotes is what the token answers for account's votes at a past
+// timepoint, asked at block: getPastVotes (ERC20Votes), or getPriorVotes
+// on Uniswap's and Compound's tokens.
+func pastVotes(t *testing.T, gw *chain.Gateway, token, account common.Address, timepoint uint64, block *big.Int) string {
+	t.Helper()
+	a, _ := abi.JSON(strings.NewReader(tokenOracleABI))
+	for _, method := range []string{"getPastVotes", "getPriorVotes"} {
+		data, _ := a.Pack(method, account, new(big.Int).SetUint64(timepoint))
+		out, err := gw.CallContract(context.Background(), ethereum.CallMsg{To: &token, Data: data}, block)
+		if err != nil {
+			continue
+		}
+		v, err := a.Methods[method].Outputs.Unpack(out)
+		if err != nil {
+			t.Fatalf("token %s %s: %v", token, method, err)
+		}
+		return v[0].(*big.Int).String()
+	}
+	t.Fatalf("token %s answers neither getPastVotes nor getPriorVotes for timepoint %d at block %s", token, timepoint, block)
+	return ""
+}
+
+// checkPowerOverTime compares what the REST API serves of each account's
+// voting power over time on d's token with the token itself: the history
+// pages are its DelegateVotesChanged events (block, transaction, log,
+// previous and new votes, and the governor's timepoint there); ?at= on
+// accounts and delegates, at each timepoint where the power changed and
+// the one before, is what getPastVotes answers, and the delegate it names
+// is the one of the account's last DelegateChanged by then.
+func checkPowerOverTime(t *testing.T, c *devchain.Chain, gw *chain.Gateway, st *store.Store, api string, d *devchain.Deployment, accts []common.Address, scene map[common.Address]bool) {
+	t.Helper()
+	ctx := context.Background()
+	cur, _, err := st.Cursor(ctx, d.Slug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := new(big.Int).SetUint64(cur.Block)
+	a, _ := abi.JSON(strings.NewReader(tokenOracleABI))
+	changed, votesChanged := a.Events["DelegateChanged"], a.Events["DelegateVotesChanged"]
+	logs, err := gw.FilterLogs(ctx, ethereum.FilterQuery{FromBlock: big.NewInt(int64(d.StartBlock)), ToBlock: block,
+		Addresses: []common.Address{d.Token}, Topics: [][]common.Hash{{changed.ID, votesChanged.ID}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The governor's clock at a block: the block number plus the offset
+	// of an L2-like token, or the block's time on a timestamp clock.
+	headers := map[uint64]uint64{}
+	timepoint := func(n uint64) uint64 {
+		if d.Clock != core.ClockTimestamp {
+			return n + d.ClockOffset
+		}
+		if tm, ok := headers[n]; ok {
+			return tm
+		}
+		h, err := c.Client().HeaderByNumber(ctx, new(big.Int).SetUint64(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		headers[n] = h.Time
+		return h.Time
+	}
+	type change struct {
+		PowerChange core.PowerChange
+		to          common.Address // DelegateChanged's toDelegate
+		isDelegate  bool
+	}
+	events := map[common.Address][]change{} // oldest first
+	for _, l := range logs {
+		ch := change{}
+		who := common.BytesToAddress(l.Topics[1].Bytes())
+		if l.Topics[0] == votesChanged.ID {
+			v, err := votesChanged.Inputs.NonIndexed().Unpack(l.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch.PowerChange = core.PowerChange{Block: l.BlockNumber, Timepoint: timepoint(l.BlockNumber), TxHash: l.TxHash.Hex(), LogIndex: l.Index,
+				PreviousPower: v[0].(*big.Int).String(), Power: v[1].(*big.Int).String()}
+			ch.isDelegate = true
+		} else {
+			ch.PowerChange = core.PowerChange{Block: l.BlockNumber, Timepoint: timepoint(l.BlockNumber), LogIndex: l.Index}
+			ch.to = common.BytesToAddress(l.Topics[3].Bytes())
+		}
+		events[who] = append(events[who], ch)
+	}
+	var delegates struct{ Items []core.Delegate }
+	getJSON(t, api+"/"+d.Slug+"/delegates?limit=500", &delegates)
+	isDelegate := map[common.Address]bool{}
+	for _, del := range delegates.Items {
+		isDelegate[common.HexToAddress(del.Address)] = true
+	}
+	accounts := map[common.Address]bool{}
+	for _, x := range accts {
+		accounts[x] = true
+	}
+	for x := range scene {
+		accounts[x] = true
+	}
+	now := timepoint(cur.Block)
+	checked := 0
+	for acct := range accounts {
+		// The history, page by page (a page of 3 makes several).
+		var history []core.PowerChange
+		before := ""
+		for {
+			var page struct {
+				Clock      string
+				Items      []core.PowerChange
+				NextBefore *uint64
+			}
+			getJSON(t, api+"/"+d.Slug+"/accounts/"+acct.Hex()+"/history?limit=3"+before, &page)
+			if page.Clock != d.Clock {
+				t.Fatalf("%s history: clock %q, want %q", d.Slug, page.Clock, d.Clock)
+			}
+			history = append(history, page.Items...)
+			if page.NextBefore == nil {
+				break
+			}
+			before = fmt.Sprintf("&before=%d", *page.NextBefore)
+		}
+		var want []core.PowerChange
+		for _, e := range slices.Backward(events[acct]) {
+			if e.isDelegate {
+				want = append(want, e.PowerChange)
+			}
+		}
+		if len(history) != len(want) {
+			t.Fatalf("%s %s: %d changes served, the token emitted %d", d.Slug, acct, len(history), len(want))
+		}
+		for i, h := range history {
+			w := want[i]
+			h.Time = time.Time{}
+			if h != w {
+				t.Errorf("%s %s: change %d served %+v, the token's %+v", d.Slug, acct, i, h, w)
+			}
+		}
+		// ?at= where the power changed, and just before.
+		points := map[uint64]bool{}
+		for _, h := range history {
+			for _, p := range []uint64{h.Timepoint, h.Timepoint - 1} {
+				if p < now {
+					points[p] = true
+				}
+			}
+		}
+		for p := range points {
+			var got struct {
+				VotingPower string
+				DelegatedTo *string
+			}
+			getJSON(t, fmt.Sprintf("%s/%s/accounts/%s?at=%d", api, d.Slug, acct.Hex(), p), &got)
+			if want := pastVotes(t, gw, d.Token, acct, p, block); got.VotingPower != want {
+				t.Errorf("%s %s ?at=%d: served %s, getPastVotes %s", d.Slug, acct, p, got.VotingPower, want)
+			}
+			var to *string
+			for _, e := range events[acct] {
+				if !e.isDelegate && e.PowerChange.Timepoint <= p {
+					to = nil
+					if e.to != (common.Address{}) {
+						s := e.to.Hex()
+						to = &s
+					}
+				}
+			}
+			if deref(got.DelegatedTo) != deref(to) {
+				t.Errorf("%s %s ?at=%d: delegated to %s, the token's events say %s", d.Slug, acct, p, deref(got.DelegatedTo), deref(to))
+			}
+			if isDelegate[acct] {
+				var del struct {
+					At       uint64
+					Delegate core.Delegate
+				}
+				getJSON(t, fmt.Sprintf("%s/%s/delegates/%s?at=%d", api, d.Slug, acct.Hex(), p), &del)
+				if del.At != p || del.Delegate.VotingPower != got.VotingPower {
+					t.Errorf("%s delegate %s ?at=%d: served at %d power %s, the account's %s", d.Slug, acct, p, del.At, del.Delegate.VotingPower, got.VotingPower)
+				}
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatalf("%s: no past timepoint to check", d.Slug)
+	}
+	t.Logf("%s: %d accounts' histories and %d past timepoints agree with the token", d.Slug, len(accounts), checked)
 }

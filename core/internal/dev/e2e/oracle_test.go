@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/accounts/abi"
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/gin-gonic/gin"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -251,6 +253,10 @@ func TestServedProposalsAreTheContracts(t *testing.T) {
 	}
 
 	// Time moves on: pending proposals open, active ones close.
+	stagedHead, err := c.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.Mine(40)
 	if err := c.AdjustTime(3600e9); err != nil {
 		t.Fatal(err)
@@ -280,11 +286,13 @@ func TestServedProposalsAreTheContracts(t *testing.T) {
 				}
 				types[n.Type]++
 			}
-			for _, typ := range []string{core.TypeProposalActive, core.TypeProposalSucceeded, core.TypeProposalDefeated, core.TypeProposalExpired} {
+			for _, typ := range []string{core.TypeProposalActive, core.TypeProposalSucceeded, core.TypeProposalDefeated, core.TypeProposalExpired, core.TypeVoteOverridden} {
 				if types[typ] == 0 {
 					t.Errorf("no %s notification among %v", typ, types)
 				}
 			}
+			checkTimedPayloads(t, c, gw, ns, stagedHead.Number.Uint64())
+			checkTimelinesAndStats(t, c, be.api.URL)
 		})
 	}
 }
@@ -337,4 +345,127 @@ func testBox(t *testing.T) *secrets.Box {
 		t.Fatal(err)
 	}
 	return box
+}
+
+// checkTimedPayloads checks every time-driven notification against the
+// governor at the block it names: its state, tallies and quorum are what
+// state(), proposalVotes() and quorum() answer there, however the indexer
+// batched its work (here: the whole staged history in a few batches, a
+// proposal's opening, votes and close in one). Each proposal gets each
+// one at most once, and the offset-clock governor gets them all.
+//
+// Only the changes after the staged head are compared with the contract:
+// the staged history lies beyond the 128 blocks whose state the simulated
+// node keeps, where the indexer can read neither the clock nor the quorum
+// at past blocks and names the block where it saw the change instead.
+func checkTimedPayloads(t *testing.T, c *devchain.Chain, gw *chain.Gateway, ns []core.Notification, after uint64) {
+	t.Helper()
+	byGov := map[string]*devchain.Deployment{}
+	for _, d := range c.Deployments() {
+		byGov[d.Governor.Hex()] = d
+	}
+	seen := map[string]int{}
+	offset := map[string]int{}
+	for _, n := range ns {
+		switch n.Type {
+		case core.TypeProposalActive, core.TypeProposalSucceeded, core.TypeProposalDefeated, core.TypeProposalExpired:
+		default:
+			continue
+		}
+		var data struct {
+			Governor, ProposalID, State, ForVotes, AgainstVotes, AbstainVotes string
+			BlockNumber                                                       uint64
+			Quorum                                                            *string
+			VoteStart                                                         string
+		}
+		if err := json.Unmarshal(n.Data, &data); err != nil {
+			t.Fatal(err)
+		}
+		d := byGov[data.Governor]
+		key := d.Slug + " " + data.ProposalID + " " + n.Type
+		if seen[key]++; seen[key] > 1 {
+			t.Errorf("%s: more than once", key)
+		}
+		if d == c.OZOffset {
+			offset[n.Type]++
+		}
+		id, _ := new(big.Int).SetString(data.ProposalID, 10)
+		vs, _ := strconv.ParseUint(data.VoteStart, 10, 64)
+		if data.BlockNumber <= after || !served(gw, d, data.BlockNumber) {
+			// The simulated node keeps the state of its last 128 blocks
+			// only (the staged history seals GovernorAlpha's 40,320).
+			continue
+		}
+		o := oracle{t: t, gw: gw, block: new(big.Int).SetUint64(data.BlockNumber)}
+		tr := o.truth(d, id, vs)
+		got := truth{state: data.State, forV: data.ForVotes, against: data.AgainstVotes, abstain: data.AbstainVotes, quorum: data.Quorum}
+		if tr.quorum == nil {
+			got.quorum = nil
+		}
+		if n.Type == core.TypeProposalActive && (tr.state == core.ProposalDefeated || tr.state == core.ProposalSucceeded) {
+			// The whole window passed in one block (a time jump on a
+			// timestamp clock): voting opened and closed there.
+			tr.state = core.ProposalActive
+		}
+		if fmt.Sprint(got.state, got.forV, got.against, got.abstain, deref(got.quorum)) != fmt.Sprint(tr.state, tr.forV, tr.against, tr.abstain, deref(tr.quorum)) {
+			t.Errorf("%s at block %d:\n payload  %+v quorum %s\n contract %+v quorum %s", key, data.BlockNumber, got, deref(got.quorum), tr, deref(tr.quorum))
+		}
+		if data.BlockNumber > 0 && n.Type != core.TypeProposalExpired && served(gw, d, data.BlockNumber-1) {
+			// The block before the one named still had the old state: the
+			// notification names the block where state() changed.
+			prev := oracle{t: t, gw: gw, block: new(big.Int).SetUint64(data.BlockNumber - 1)}.truth(d, id, vs)
+			if prev.state == tr.state && prev.state != core.ProposalActive {
+				t.Errorf("%s: state() was already %s at block %d, before the block named", key, tr.state, data.BlockNumber-1)
+			}
+		}
+	}
+	for _, typ := range []string{core.TypeProposalActive, core.TypeProposalSucceeded, core.TypeProposalDefeated} {
+		if offset[typ] == 0 {
+			t.Errorf("dev-offset-clock: no %s among %v", typ, offset)
+		}
+	}
+}
+
+// checkTimelinesAndStats checks each served proposal's timeline against the
+// events it names, and its statistics against its tallies.
+func checkTimelinesAndStats(t *testing.T, c *devchain.Chain, api string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, d := range c.Deployments() {
+		var list struct{ Items []core.Proposal }
+		getJSON(t, api+"/"+d.Slug+"/proposals?limit=500", &list)
+		for _, p := range list.Items {
+			var got struct {
+				Proposal   core.Proposal
+				Timeline   []core.TimelineEntry
+				Statistics core.VoteStats
+			}
+			getJSON(t, api+"/"+d.Slug+"/proposals/"+p.ProposalID, &got)
+			if len(got.Timeline) == 0 || got.Timeline[0].Event != core.TimelineCreated || got.Timeline[0].Block != p.CreatedBlock || got.Timeline[0].TxHash != p.CreatedTx {
+				t.Errorf("%s %s: timeline %+v does not start with its creation at %d", d.Slug, p.ProposalID, got.Timeline, p.CreatedBlock)
+			}
+			for _, e := range got.Timeline {
+				if e.TxHash == "" {
+					continue
+				}
+				r, err := c.Client().TransactionReceipt(ctx, common.HexToHash(e.TxHash))
+				if err != nil || r.BlockNumber.Uint64() != e.Block {
+					t.Errorf("%s %s: timeline %s at block %d, tx %s: receipt %v, %v", d.Slug, p.ProposalID, e.Event, e.Block, e.TxHash, r, err)
+				}
+			}
+			if last := got.Timeline[len(got.Timeline)-1].Event; last != p.State && !(p.State == core.ProposalActive && last == core.TimelineExtended) && p.State != core.ProposalPending {
+				t.Errorf("%s %s: state %s, timeline ends with %s", d.Slug, p.ProposalID, p.State, last)
+			}
+			st := got.Statistics
+			if st.ForWeight != p.ForVotes || st.AgainstWeight != p.AgainstVotes || st.AbstainWeight != p.AbstainVotes {
+				t.Errorf("%s %s: statistics %s/%s/%s, tallies %s/%s/%s", d.Slug, p.ProposalID, st.ForWeight, st.AgainstWeight, st.AbstainWeight, p.ForVotes, p.AgainstVotes, p.AbstainVotes)
+			}
+		}
+	}
+}
+
+// served reports whether the node still answers calls at block.
+func served(gw *chain.Gateway, d *devchain.Deployment, block uint64) bool {
+	_, err := gw.CallContract(context.Background(), ethereum.CallMsg{To: &d.Governor}, new(big.Int).SetUint64(block))
+	return err == nil || !strings.Contains(err.Error(), "not available")
 }

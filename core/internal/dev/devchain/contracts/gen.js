@@ -1,4 +1,5 @@
-// gen.js compiles src/*.sol with solc (solcjs from npm) against
+// gen.js compiles src/*.sol, and src/Governor.sol.in once per counting
+// module, with solc (solcjs from npm) against
 // @openzeppelin/contracts (5.x) and @openzeppelin/contracts-v4 (4.9, an npm
 // alias) from node_modules and writes one artifact per contract to
 // artifacts/NAME.json: {"contractName", "abi", "bytecode"}. It then copies,
@@ -17,6 +18,18 @@ const outDir = path.join(__dirname, "artifacts");
 const sources = {};
 for (const f of fs.readdirSync(srcDir).filter((f) => f.endsWith(".sol")).sort()) {
   sources[f] = { content: fs.readFileSync(path.join(srcDir, f), "utf8") };
+}
+// src/Governor.sol.in is compiled once per counting module (see its header):
+// the sources exist only here, never as files.
+const governors = {
+  OZGovernor: "GovernorCountingSimple",
+  FractionalGovernor: "GovernorCountingFractional",
+  OverridableGovernor: "GovernorCountingOverridable",
+};
+const governorTemplate = fs.readFileSync(path.join(srcDir, "Governor.sol.in"), "utf8");
+for (const [name, counting] of Object.entries(governors)) {
+  const content = governorTemplate.replaceAll("{{NAME}}", name).replaceAll("{{COUNTING}}", counting);
+  sources[name + ".sol"] = { content };
 }
 
 const input = {
