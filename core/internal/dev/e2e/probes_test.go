@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/internal/chain"
 	"github.com/govgate/govgate/core/internal/dev/devchain"
@@ -13,12 +15,38 @@ import (
 	"github.com/govgate/govgate/core/internal/store"
 )
 
-// probeCalls are the calls a probe makes (the kind, clock, timelock,
-// grace period and token reads, and a code read where a call says
-// nothing); the indexer makes no other on DAOs without proposals.
-func probeCalls(p *rpcproxy.Proxy) int64 {
+// governorCalls are the calls an indexer made to contracts, as its RPC
+// proxy counted them: its probes' (the kind, clock, counting mode,
+// timelock, grace period and token reads, a code read where a call says
+// nothing) and, on DAOs without proposals, a clock read at their token
+// events.
+func governorCalls(p *rpcproxy.Proxy) int64 {
 	c := p.Calls()
 	return c["eth_call"] + c["eth_getCode"]
+}
+
+// probeCalls sums the indexer's own count of its probes' calls
+// (govgate_indexer_rpc_calls_total{part="probe"}).
+func probeCalls(t *testing.T, reg *prometheus.Registry) int64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "govgate_indexer_rpc_calls_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "part" && l.GetValue() == "probe" {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return int64(n)
 }
 
 // TestTakeoverProbesOnlyChangedDAOs runs two indexers of N scale DAOs on
@@ -26,7 +54,9 @@ func probeCalls(p *rpcproxy.Proxy) int64 {
 // two govgate processes do. The first leader probes every DAO and keeps
 // what it learned; one DAO is then redefined, the leader dies, and the
 // other takes over: it probes the redefined DAO only, not the N−1 that
-// did not change (without the kept details it probed them all: N probes).
+// did not change. Its proxy sees fewer contract calls than the first
+// leader made for one DAO; without the kept details it would see N
+// probes.
 func TestTakeoverProbesOnlyChangedDAOs(t *testing.T) {
 	const n = 40
 	ctx := context.Background()
@@ -61,7 +91,7 @@ func TestTakeoverProbesOnlyChangedDAOs(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := indexer.Config{PollInterval: 100 * time.Millisecond, LockRetry: 200 * time.Millisecond}
-	mk := func(st *store.Store) (*indexer.Runner, *rpcproxy.Proxy) {
+	mk := func(st *store.Store) (*indexer.Runner, *rpcproxy.Proxy, *prometheus.Registry) {
 		p, err := rpcproxy.Start(c.RPCURL(), 0)
 		if err != nil {
 			t.Fatal(err)
@@ -74,14 +104,16 @@ func TestTakeoverProbesOnlyChangedDAOs(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(gw.Close)
-		r, err := indexer.NewRunner(gw, st, pgLocker{st}, devchain.ChainID, 0, daos, cfg, indexer.Options{Logger: quiet})
+		m, reg := indexer.NewMetrics(), prometheus.NewRegistry()
+		reg.MustRegister(m.Collectors()...)
+		r, err := indexer.NewRunner(gw, st, pgLocker{st}, devchain.ChainID, 0, daos, cfg, indexer.Options{Logger: quiet, Metrics: m})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return r, p
+		return r, p, reg
 	}
-	ra, pa := mk(stA)
-	rb, pb := mk(stB)
+	ra, pa, ma := mk(stA)
+	rb, pb, mb := mk(stB)
 	// atHead waits until r leads and every DAO of list is indexed to the head.
 	atHead := func(r *indexer.Runner, list []core.DAO) {
 		t.Helper()
@@ -121,20 +153,20 @@ func TestTakeoverProbesOnlyChangedDAOs(t *testing.T) {
 	go func() { ra.Run(ctxA); close(doneA) }()
 	atHead(ra, daos)
 	kept(daos)
-	first := probeCalls(pa)
-	if first == 0 || first%n != 0 {
-		t.Fatalf("the first leader made %d probe calls for %d identical DAOs", first, n)
+	first, probes := governorCalls(pa), probeCalls(t, ma)
+	if first == 0 || first%n != 0 || probes == 0 || probes%n != 0 {
+		t.Fatalf("the first leader made %d contract calls, %d of them its probes', for %d identical DAOs", first, probes, n)
 	}
-	perDAO := first / n
-	t.Logf("the first leader probed %d DAOs: %d calls, %d a DAO", n, first, perDAO)
+	perDAO, perProbe := first/n, probes/n
+	t.Logf("the first leader probed %d DAOs: %d contract calls (%d a DAO), %d of them probing (%d a DAO)", n, first, perDAO, probes, perProbe)
 
 	ctxB, stopB := context.WithCancel(ctx)
 	defer stopB()
 	go rb.Run(ctxB) // follows while ra leads
 	c.Mine(2)
 	atHead(ra, daos)
-	if got := probeCalls(pb); got != 0 {
-		t.Fatalf("the follower made %d probe calls", got)
+	if got := governorCalls(pb); got != 0 {
+		t.Fatalf("the follower made %d contract calls", got)
 	}
 
 	// One DAO is redefined (a new start block: a new generation), as a
@@ -160,8 +192,10 @@ func TestTakeoverProbesOnlyChangedDAOs(t *testing.T) {
 	c.Mine(2)
 	atHead(rb, now)
 	kept(now)
-	if got := probeCalls(pb); got != perDAO {
-		t.Fatalf("the new leader made %d probe calls, want %d: one probe, of the redefined DAO only (without kept details, %d)", got, perDAO, first)
+	got, gotProbes := governorCalls(pb), probeCalls(t, mb)
+	if gotProbes != perProbe || got == 0 || got > perDAO {
+		t.Fatalf("the new leader made %d contract calls, %d probing: want one DAO's probe (%d calls) and no more calls than one DAO costs (%d); without kept details, %d",
+			got, gotProbes, perProbe, perDAO, n*perProbe)
 	}
-	t.Logf("the takeover probed 1 DAO of %d: %d calls instead of %d", n, perDAO, first)
+	t.Logf("the takeover probed 1 DAO of %d: %d contract calls, %d of them probing, instead of %d probing", n, got, gotProbes, n*perProbe)
 }
