@@ -16,9 +16,11 @@
 //	chainHead warn: head unknown yet, or older than HeadStaleAfter
 //	indexer   fail: a fault (the chain refutes the DAO, or the RPC serves
 //	                another chain), or stalled (no successful poll, or no
-//	                progress while behind, for StalledAfter); warn: syncing,
-//	                lagging (more
-//	                than LaggingBlocks or LaggingAfter behind), or no status
+//	                progress while behind, for StalledAfter, counted from
+//	                the DAO's addition before its first poll); warn:
+//	                syncing (before the first poll covers a DAO: "added,
+//	                waiting for the first poll"), lagging (more than
+//	                LaggingBlocks or LaggingAfter behind), or no status
 //
 // HTTPStatus maps pass and warn to 200 and fail to 503.
 package health

@@ -239,3 +239,63 @@ func TestLegacyIndexSurvivesUpgrade(t *testing.T) {
 		}
 	})
 }
+
+// TestGovernorDetailsKeptByGeneration keeps what probes learned of DAOs'
+// governors: a chain's DAOs get theirs back for their current generation
+// only (a redefined DAO's, of its old generation, is not read, and is
+// replaced when the new one is probed), and a removed DAO's go with it.
+func TestGovernorDetailsKeptByGeneration(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store, _ string) {
+		ctx := context.Background()
+		a := core.DAO{Slug: "a", Name: "A", ChainID: 1, Governor: "0x408ED6354d4973f66138C91495F2f2FCbd8724C3", Kind: core.KindGovernorBravo}
+		b := core.DAO{Slug: "b", Name: "B", ChainID: 1, Governor: "0x323A76393544d5ecca80cd6ef2A560C6a395b7E3", Kind: core.KindOZGovernor}
+		other := core.DAO{Slug: "c", Name: "C", ChainID: 5, Governor: "0xf07DeD9dC292157749B6Fd268E37DF6EA38395B9", Kind: core.KindOZGovernor}
+		if err := s.SeedDAOs(ctx, []core.DAO{a, b, other}); err != nil {
+			t.Fatal(err)
+		}
+		daos, _, err := s.DAOs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		details := func(d core.DAO, clock string) core.GovernorDetails {
+			return core.GovernorDetails{DAO: d.Slug, Generation: d.Generation, Clock: clock, HasClock: true, CountingMode: "support=bravo&quorum=for,abstain",
+				QuorumAbstain: true, GraceSeconds: 1_209_600, Token: "0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984"}
+		}
+		var kept []core.GovernorDetails
+		for _, d := range daos {
+			kept = append(kept, details(d, core.ClockBlockNumber))
+		}
+		if err := s.SaveGovernorDetails(ctx, kept); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GovernorDetails(ctx, 1)
+		if err != nil || len(got) != 2 || got["a"] != kept[0] || got["b"] != kept[1] {
+			t.Fatalf("chain 1's details: %+v (%v), kept %+v", got, err, kept[:2])
+		}
+		// b redefined: its old details are not read, its new ones are.
+		b2 := b
+		b2.StartBlock = 100
+		if err := s.SeedDAOs(ctx, []core.DAO{a, b2, other}); err != nil {
+			t.Fatal(err)
+		}
+		daos, _, _ = s.DAOs(ctx)
+		if got, _ := s.GovernorDetails(ctx, 1); len(got) != 1 || got["a"] != kept[0] {
+			t.Fatalf("after b's redefinition: %+v", got)
+		}
+		fresh := details(daos[1], core.ClockTimestamp)
+		if err := s.SaveGovernorDetails(ctx, []core.GovernorDetails{fresh}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.GovernorDetails(ctx, 1); got["b"] != fresh {
+			t.Fatalf("b's new details: %+v, want %+v", got["b"], fresh)
+		}
+		// a removed from the file: its details go with it.
+		if err := s.SeedDAOs(ctx, []core.DAO{b2, other}); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := s.DB().Raw(`SELECT COUNT(*) FROM dao_probes WHERE dao = 'a'`).Scan(&n).Error; err != nil || n != 0 {
+			t.Fatalf("a removed, %d rows of its details left (%v)", n, err)
+		}
+	})
+}
