@@ -16,9 +16,11 @@
 //	chainHead warn: head unknown yet, or older than HeadStaleAfter
 //	indexer   fail: a fault (the chain refutes the DAO, or the RPC serves
 //	                another chain), or stalled (no successful poll, or no
-//	                progress while behind, for StalledAfter); warn: syncing,
-//	                lagging (more
-//	                than LaggingBlocks or LaggingAfter behind), or no status
+//	                progress while behind, for StalledAfter, counted from
+//	                the DAO's addition before its first poll); warn:
+//	                syncing (before the first poll covers a DAO: "added,
+//	                waiting for the first poll"), lagging (more than
+//	                LaggingBlocks or LaggingAfter behind), or no status
 //
 // HTTPStatus maps pass and warn to 200 and fail to 503.
 package health
@@ -178,6 +180,11 @@ type IndexerStatus struct {
 	LastError            string
 	LastErrorAt          time.Time
 	Fault                string
+	// Waiting says why a DAO no poll has covered yet is syncing; Since is
+	// when the process took the DAO on, from when its stalled clock runs
+	// until then.
+	Waiting string
+	Since   time.Time
 }
 
 // Sources are what the monitor reads. Upstreams and Indexer are called on
@@ -547,6 +554,9 @@ func (m *Monitor) indexerCheck(st IndexerStatus, found bool, now time.Time) Inde
 		c.Status, c.Output = Warn, fmt.Sprintf("lagging %d blocks behind", st.LagBlocks)
 	case StateSyncing:
 		c.Status, c.Output = Warn, fmt.Sprintf("syncing, %d blocks to go", st.LagBlocks)
+		if st.Waiting != "" {
+			c.Output = "syncing: " + st.Waiting
+		}
 		if b := st.Backfill; b != nil && b.BlocksTotal > 0 {
 			c.Output = fmt.Sprintf("backfilling: %d of %d blocks (%.0f%%), %.0f events/s", b.BlocksDone, b.BlocksTotal,
 				100*float64(b.BlocksDone)/float64(b.BlocksTotal), b.EventsPerSecond)
@@ -563,16 +573,22 @@ func (m *Monitor) indexerCheck(st IndexerStatus, found bool, now time.Time) Inde
 // classify is core/internal/indexer's state rule with the monitor's thresholds.
 func (m *Monitor) classify(st IndexerStatus, now time.Time) string {
 	th := m.cfg.Thresholds
+	// Before a poll has covered the DAO, the clocks run from when the
+	// indexer took it on (a DAO added at run time), or from the start.
+	since := m.started
+	if st.Since.After(since) {
+		since = st.Since
+	}
 	checked := st.LastCheckedAt
 	if checked.IsZero() {
-		checked = m.started
+		checked = since
 	}
 	if now.Sub(checked) > th.StalledAfter {
 		return StateStalled
 	}
 	progress := st.LastIndexedAt
 	if progress.IsZero() {
-		progress = m.started
+		progress = since
 	}
 	if st.LagBlocks > 0 && now.Sub(progress) > th.StalledAfter {
 		return StateStalled

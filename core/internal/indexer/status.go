@@ -71,7 +71,21 @@ type DAOStatus struct {
 	// kind, a voting token not found), or the RPC serves another chain.
 	// Health fails with it.
 	Fault string `json:"fault,omitempty"`
+	// Waiting says why a DAO no poll has covered yet is syncing:
+	// WaitingAdded from the moment it is added (SetDAOs), WaitingStart at
+	// start. Empty once a poll (or, in a process that does not lead, a look
+	// at the store) has covered it.
+	Waiting string `json:"waiting,omitempty"`
+	// Since is when this process took the DAO on (its start, or the DAO's
+	// addition): before the first poll, the stalled clock runs from it.
+	Since time.Time `json:"since,omitzero"`
 }
+
+// Causes of DAOStatus.Waiting.
+const (
+	WaitingAdded = "added, waiting for the first poll"
+	WaitingStart = "waiting for the first poll"
+)
 
 // Backfill is how far a catch-up has come (core.Backfill).
 type Backfill = core.Backfill
@@ -81,8 +95,8 @@ func (r *Runner) Status(daoSlug string) (DAOStatus, bool) {
 	r.mu.Lock()
 	d, ok := r.bySlug[daoSlug]
 	if !ok {
-		r.mu.Unlock()
-		return DAOStatus{}, false
+		defer r.mu.Unlock()
+		return r.pendingStatus(daoSlug)
 	}
 	defer r.mu.Unlock()
 	s := d.status
@@ -95,12 +109,41 @@ func (r *Runner) Status(daoSlug string) (DAOStatus, bool) {
 	return s, true
 }
 
-// Statuses returns the status of every DAO of this runner, in configured order.
+// pendingStatus is the status of a DAO that SetDAOs added and no poll has
+// taken on yet: syncing, waiting for it. r.mu is held.
+func (r *Runner) pendingStatus(slug string) (DAOStatus, bool) {
+	if !r.wantSet {
+		return DAOStatus{}, false
+	}
+	for _, d := range r.want {
+		if d.Slug == slug {
+			s := r.newState(d).status
+			s.Waiting, s.Since, s.Leader = WaitingAdded, r.wantAt, r.isLeaderLocked()
+			s.State = r.classify(s, r.now())
+			return s, true
+		}
+	}
+	return DAOStatus{}, false
+}
+
+// Statuses returns the status of every DAO of this runner, in configured
+// order: once SetDAOs has asked for a new list, that list's.
 func (r *Runner) Statuses() []DAOStatus {
-	list := r.snapshot()
-	out := make([]DAOStatus, 0, len(list))
-	for _, d := range list {
-		if s, ok := r.Status(d.dao.Slug); ok {
+	r.mu.Lock()
+	var slugs []string
+	if r.wantSet {
+		for _, d := range r.want {
+			slugs = append(slugs, d.Slug)
+		}
+	} else {
+		for _, d := range r.daos {
+			slugs = append(slugs, d.dao.Slug)
+		}
+	}
+	r.mu.Unlock()
+	out := make([]DAOStatus, 0, len(slugs))
+	for _, slug := range slugs {
+		if s, ok := r.Status(slug); ok {
 			out = append(out, s)
 		}
 	}
@@ -109,9 +152,15 @@ func (r *Runner) Statuses() []DAOStatus {
 
 // classify derives the state of s at now.
 func (r *Runner) classify(s DAOStatus, now time.Time) string {
+	// Before a poll has covered the DAO, the clocks run from when this
+	// process took it on.
+	since := r.started
+	if s.Since.After(since) {
+		since = s.Since
+	}
 	checked := s.LastCheckedAt
 	if checked.IsZero() {
-		checked = r.started
+		checked = since
 	}
 	if now.Sub(checked) > r.cfg.StalledAfter {
 		return StatusStalled
@@ -119,7 +168,7 @@ func (r *Runner) classify(s DAOStatus, now time.Time) string {
 	behind := s.LagBlocks > r.cfg.LaggingBlocks || s.LagSeconds > r.cfg.LaggingAfter.Seconds()
 	progress := s.LastIndexedAt
 	if progress.IsZero() {
-		progress = r.started
+		progress = since
 	}
 	if s.LagBlocks > 0 && now.Sub(progress) > r.cfg.StalledAfter {
 		return StatusStalled
@@ -170,7 +219,7 @@ func (r *Runner) touchAll(err error) {
 		if d.phase == phaseRefused {
 			continue
 		}
-		d.status.LastCheckedAt = now
+		d.status.LastCheckedAt, d.status.Waiting = now, ""
 		if d.phase == phaseJoined {
 			d.caughtUp = true
 			d.status.LastError = ""
@@ -241,10 +290,10 @@ func (r *Runner) follow(ctx context.Context) {
 			}
 			d.status.NotifyFromBlock = cur.NotifyFrom
 			d.status.CaughtUp = d.caughtUp
-			d.status.LastCheckedAt = now
+			d.status.LastCheckedAt, d.status.Waiting = now, ""
 			d.status.LastError = ""
 		default:
-			d.status.LastCheckedAt = now
+			d.status.LastCheckedAt, d.status.Waiting = now, ""
 		}
 	}
 	r.mu.Unlock()

@@ -30,6 +30,7 @@ var migrations = []*gormigrate.Migration{
 	{ID: "0030_chain_shared_cursors", Migrate: migrate0030, Rollback: rollback0030},
 	{ID: "0031_notifications_chain_block", Migrate: migrate0031, Rollback: rollback0031},
 	{ID: "0032_daos", Migrate: migrate0032, Rollback: rollback0032},
+	{ID: "0033_dao_probes", Migrate: migrate0033, Rollback: rollback0033},
 	{ID: "0050_webhooks_with_settings_index", Migrate: migrate0050, Rollback: rollback0050},
 }
 
