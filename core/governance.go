@@ -24,6 +24,28 @@ type DAOCursor struct {
 	Generation int64
 }
 
+// GovernorDetails is what the indexer's probe learns of a DAO's governor
+// when it checks the DAO against its chain: its clock, how it counts, its
+// timelock's grace period and its voting token. The store keeps it for the
+// DAO's generation, so that a new leader or a restarted process does not
+// ask the chain again about a DAO that has not changed.
+type GovernorDetails struct {
+	DAO        string
+	Generation int64
+	// Clock is ClockBlockNumber or ClockTimestamp (ERC-6372 CLOCK_MODE);
+	// HasClock is true where the governor answers clock().
+	Clock    string
+	HasClock bool
+	// CountingMode is the governor's COUNTING_MODE() ("" without one);
+	// QuorumAbstain is true where abstentions count towards its quorum.
+	CountingMode  string
+	QuorumAbstain bool
+	// GraceSeconds is the timelock's GRACE_PERIOD (0: none).
+	GraceSeconds uint64
+	// Token is the voting token, 0x-hex.
+	Token string
+}
+
 // BlockRef is a block the indexer has seen, kept to detect reorganisations.
 type BlockRef struct {
 	Number uint64

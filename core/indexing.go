@@ -57,11 +57,16 @@ func (t IndexingThresholds) WithDefaults() IndexingThresholds {
 }
 
 // Classify returns the state of s at now, for an indexer that started at
-// started (which stands for a poll or a progress not yet made).
+// started. Before a poll has covered the DAO, the clocks run from when the
+// indexer took it on: s.Since (a DAO added at run time), or started.
 func (t IndexingThresholds) Classify(s IndexerStatus, started, now time.Time) string {
+	since := started
+	if s.Since.After(since) {
+		since = s.Since
+	}
 	checked := s.LastCheckedAt
 	if checked.IsZero() {
-		checked = started
+		checked = since
 	}
 	if now.Sub(checked) > t.StalledAfter {
 		return IndexingStalled
@@ -69,7 +74,7 @@ func (t IndexingThresholds) Classify(s IndexerStatus, started, now time.Time) st
 	behind := s.LagBlocks > t.LaggingBlocks || s.LagSeconds > t.LaggingAfter.Seconds()
 	progress := s.LastIndexedAt
 	if progress.IsZero() {
-		progress = started
+		progress = since
 	}
 	if s.LagBlocks > 0 && now.Sub(progress) > t.StalledAfter {
 		return IndexingStalled
@@ -133,4 +138,12 @@ type IndexerStatus struct {
 	// kind, a voting token not found), or the RPC serves another chain.
 	// Health fails with it.
 	Fault string `json:"fault,omitempty"`
+	// Waiting says why a DAO no poll has covered yet is syncing:
+	// WaitingAdded from the moment it is added (SetDAOs), WaitingStart at
+	// start. Empty once a poll (or, in a process that does not lead, a look
+	// at the store) has covered it.
+	Waiting string `json:"waiting,omitempty"`
+	// Since is when this process took the DAO on (its start, or the DAO's
+	// addition): before the first poll, the stalled clock runs from it.
+	Since time.Time `json:"since,omitzero"`
 }

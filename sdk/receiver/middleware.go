@@ -67,10 +67,11 @@ func Handler(secret string, fn func(w http.ResponseWriter, r *http.Request, body
 	for _, o := range opts {
 		o(&c)
 	}
+	secrets := append([]string{secret}, c.more...) // once, not per request
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := readBody(w, r, c.maxBody)
 		if err == nil {
-			err = VerifyAny(append([]string{secret}, c.more...), r.Header, body, c.now())
+			err = VerifyAny(secrets, r.Header, body, c.now())
 		}
 		if err != nil {
 			code := StatusCode(err)

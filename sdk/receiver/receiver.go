@@ -105,7 +105,8 @@ func VerifyAny(secrets []string, header http.Header, body []byte, now time.Time)
 	if !withinTolerance(now, sec) {
 		return fmt.Errorf("verify webhook: %s: %w", HeaderTimestamp, ErrTimestampOutOfRange)
 	}
-	got := [][]byte{lowerASCII(sigValues[0])}
+	var buf [2][]byte
+	got := append(buf[:0], lowerASCII(sigValues[0]))
 	if next := header.Values(HeaderSignatureNext); len(next) > 0 {
 		got = append(got, lowerASCII(next[0]))
 	}

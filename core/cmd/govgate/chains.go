@@ -205,19 +205,25 @@ func (s *chainService) reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.catalog.Replace(daos)
-	s.version = v
+	// The runners first, then the catalog: health never finds a DAO of
+	// the catalog that its runner does not know (it says "added, waiting
+	// for the first poll" from here on).
 	for id, r := range s.runners {
-		if err := r.SetDAOs(s.daosOf(id)); err != nil {
+		if err := r.SetDAOs(daosOf(daos, id)); err != nil {
 			return err
 		}
+	}
+	s.catalog.Replace(daos)
+	s.version = v
+	if s.monitor != nil {
+		s.monitor.Refresh()
 	}
 	return nil
 }
 
-func (s *chainService) daosOf(chainID uint64) []core.DAO {
+func daosOf(daos []core.DAO, chainID uint64) []core.DAO {
 	var out []core.DAO
-	for _, d := range s.catalog.DAOs() {
+	for _, d := range daos {
 		if d.ChainID == chainID {
 			out = append(out, d)
 		}
@@ -242,49 +248,71 @@ func (s *chainService) follow(ctx context.Context, every time.Duration) {
 }
 
 // check refutes a DAO that the admin API would add: its chain must be
-// configured here, and answer for its governor and token.
-func (s *chainService) check(ctx context.Context, d core.DAO) error {
+// configured here, and answer for its governor and token. It returns what
+// the probe learned of the governor, for keep.
+func (s *chainService) check(ctx context.Context, d core.DAO) (core.GovernorDetails, error) {
 	gw := s.gateways[d.ChainID]
 	if gw == nil {
-		return httpapi.FieldErr(&core.FieldError{Field: "chain_id", Message: fmt.Sprintf("no chain %d is configured (chains[] in the configuration file)", d.ChainID)})
+		return core.GovernorDetails{}, httpapi.FieldErr(&core.FieldError{Field: "chain_id", Message: fmt.Sprintf("no chain %d is configured (chains[] in the configuration file)", d.ChainID)})
 	}
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	err := indexer.Probe(pctx, gw, d)
+	gd, err := indexer.Probe(pctx, gw, d)
 	var pe *indexer.ProbeError
 	switch {
 	case errors.As(err, &pe):
-		return httpapi.FieldErr(&core.FieldError{Field: pe.Field, Message: pe.Message})
+		return gd, httpapi.FieldErr(&core.FieldError{Field: pe.Field, Message: pe.Message})
 	case err != nil:
 		s.log.Warn("could not check a DAO against its chain", "dao", d.Slug, "err", err)
-		return core.Errorf(core.ECodeUnavailable, "chain %d did not answer to check the dao; try again", d.ChainID)
+		return gd, core.Errorf(core.ECodeUnavailable, "chain %d did not answer to check the dao; try again", d.ChainID)
 	}
-	return nil
+	return gd, nil
+}
+
+// keep stores what checking a DAO learned of its governor, for the
+// generation the store gave the DAO: the leader indexes it without
+// probing it again.
+func (s *chainService) keep(ctx context.Context, gd core.GovernorDetails, d core.DAO) {
+	gd.DAO, gd.Generation = d.Slug, d.Generation
+	if err := s.st.SaveGovernorDetails(ctx, []core.GovernorDetails{gd}); err != nil {
+		s.log.Warn("could not keep the governor's details: the indexer probes it again", "dao", d.Slug, "err", err)
+	}
 }
 
 // CreateDAO implements httpapi.DAOAdmin.
 func (s *chainService) CreateDAO(ctx context.Context, d core.DAO) (core.DAO, error) {
-	if err := s.check(ctx, d); err != nil {
+	gd, err := s.check(ctx, d)
+	if err != nil {
 		return core.DAO{}, err
 	}
 	out, err := s.st.CreateDAO(ctx, d)
 	if err != nil {
 		return core.DAO{}, err
 	}
+	s.keep(ctx, gd, out)
 	s.log.Info("dao added through the admin API", "dao", d.Slug, "chain_id", d.ChainID, "governor", d.Governor)
 	return out, s.reload(ctx)
 }
 
 // UpdateDAO implements httpapi.DAOAdmin.
 func (s *chainService) UpdateDAO(ctx context.Context, d core.DAO) (core.DAO, error) {
+	var (
+		gd      core.GovernorDetails
+		checked bool
+	)
 	if old, ok := s.catalog.DAO(d.Slug); !ok || old.IndexingChanged(d) {
-		if err := s.check(ctx, d); err != nil {
+		var err error
+		if gd, err = s.check(ctx, d); err != nil {
 			return core.DAO{}, err
 		}
+		checked = true
 	}
 	out, err := s.st.UpdateDAO(ctx, d)
 	if err != nil {
 		return core.DAO{}, err
+	}
+	if checked {
+		s.keep(ctx, gd, out)
 	}
 	s.log.Info("dao changed through the admin API", "dao", d.Slug)
 	return out, s.reload(ctx)

@@ -16,9 +16,11 @@
 //	chainHead warn: head unknown yet, or older than HeadStaleAfter
 //	indexer   fail: a fault (the chain refutes the DAO, or the RPC serves
 //	                another chain), or stalled (no successful poll, or no
-//	                progress while behind, for StalledAfter); warn: syncing,
-//	                lagging (more
-//	                than LaggingBlocks or LaggingAfter behind), or no status
+//	                progress while behind, for StalledAfter, counted from
+//	                the DAO's addition before its first poll); warn:
+//	                syncing (before the first poll covers a DAO: "added,
+//	                waiting for the first poll"), lagging (more than
+//	                LaggingBlocks or LaggingAfter behind), or no status
 //
 // HTTPStatus maps pass and warn to 200 and fail to 503.
 package health
@@ -504,6 +506,9 @@ func (m *Monitor) indexerCheck(st IndexerStatus, found bool, now time.Time) Inde
 		c.Status, c.Output = Warn, fmt.Sprintf("lagging %d blocks behind", st.LagBlocks)
 	case core.IndexingSyncing:
 		c.Status, c.Output = Warn, fmt.Sprintf("syncing, %d blocks to go", st.LagBlocks)
+		if st.Waiting != "" {
+			c.Output = "syncing: " + st.Waiting
+		}
 		if b := st.Backfill; b != nil && b.BlocksTotal > 0 {
 			c.Output = fmt.Sprintf("backfilling: %d of %d blocks (%.0f%%), %.0f events/s", b.BlocksDone, b.BlocksTotal,
 				100*float64(b.BlocksDone)/float64(b.BlocksTotal), b.EventsPerSecond)

@@ -334,6 +334,21 @@ func (s *cursorStore) Cursors(context.Context, uint64) (map[string]core.DAOCurso
 
 func (s *cursorStore) OpenDAOs(context.Context, uint64) ([]string, error) { return nil, nil }
 
+// The DAOs here have no generation: nothing of this is asked for.
+func (s *cursorStore) GovernorDetails(context.Context, uint64) (map[string]core.GovernorDetails, error) {
+	return nil, nil
+}
+
+func (s *cursorStore) SaveGovernorDetails(context.Context, []core.GovernorDetails) error { return nil }
+
+func (s *cursorStore) GovernorEvent(context.Context, string) (uint64, string, bool, error) {
+	return 0, "", false, nil
+}
+
+func (s *cursorStore) SettleLegacyCursor(context.Context, string, int64, bool, *indexer.Cursor) (bool, error) {
+	return false, nil
+}
+
 func (s *cursorStore) RecentBlocks(_ context.Context, _ uint64, limit int) ([]indexer.BlockRef, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -430,4 +445,111 @@ func BenchmarkSnapshotJSON(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestAddedDAOSyncsUntilThePoll adds DAOs at run time, as govgate does
+// when the admin API stores one (the runner first, then the catalog, then
+// a refresh): from that moment the DAO's health is syncing, saying why,
+// and not stalled however long the process has run; the first poll that
+// covers it ends the wait, and a DAO no poll covers for stalled_after is
+// stalled, counted from its addition.
+func TestAddedDAOSyncsUntilThePoll(t *testing.T) {
+	ctx := context.Background()
+	c, err := devchain.Start(ctx, devchain.Options{Accounts: 4, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	gw, err := chain.New(c.ChainConfig(), chain.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	var (
+		mu    sync.Mutex
+		clock = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	daos := c.DAOs()
+	r, err := indexer.NewRunner(gw, newStore(), indexer.NewLocalLocker(), devchain.ChainID, 0, daos[:1], indexer.Config{}, indexer.Options{Logger: quiet, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog := core.NewLiveDAOs(daos[:1])
+	m, err := health.NewMonitor(catalog, health.Sources{
+		PingDB:    func(context.Context) error { return nil },
+		Upstreams: func(uint64) []health.Upstream { return []health.Upstream{{URL: "rpc", State: "closed"}} },
+		Indexer: func(dao string) (health.IndexerStatus, bool) {
+			s, ok := r.Status(dao)
+			return s, ok
+		},
+	}, health.Config{Thresholds: health.Thresholds{IndexingThresholds: core.IndexingThresholds{StalledAfter: 2 * time.Minute}}}, health.Options{Logger: quiet, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexerOf := func(slug string) health.IndexerCheck {
+		t.Helper()
+		m.Refresh()
+		s, ok := m.Snapshot(slug)
+		if !ok {
+			t.Fatalf("no health document for %s", slug)
+		}
+		return s.Checks.Indexer
+	}
+	first := daos[0].Slug
+	if got := indexerOf(first); got.State != core.IndexingSyncing || got.Output != "syncing: waiting for the first poll" {
+		t.Fatalf("at start: %s %q", got.State, got.Output)
+	}
+	if err := r.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := indexerOf(first); got.Status != health.Pass {
+		t.Fatalf("after the first poll: %s %s %q", got.Status, got.State, got.Output)
+	}
+
+	// Ten minutes later, a DAO is added: syncing from then on, not stalled.
+	advance(10 * time.Minute)
+	if err := r.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	added := daos[1].Slug
+	if err := r.SetDAOs(daos[:2]); err != nil {
+		t.Fatal(err)
+	}
+	catalog.Replace(daos[:2])
+	for _, wait := range []time.Duration{0, 90 * time.Second} {
+		advance(wait)
+		if got := indexerOf(added); got.Status != health.Warn || got.State != core.IndexingSyncing || got.Output != "syncing: added, waiting for the first poll" {
+			t.Fatalf("%v after the addition: %s %s %q", wait, got.Status, got.State, got.Output)
+		}
+	}
+	st, ok := r.Status(added)
+	if !ok || st.Waiting != indexer.WaitingAdded || !st.Since.Equal(now().Add(-90*time.Second)) || st.State != core.IndexingSyncing {
+		t.Fatalf("the runner's status of the added DAO: %+v", st)
+	}
+	if list := r.Statuses(); len(list) != 2 || list[1].DAO != added {
+		t.Fatalf("the runner lists %+v", list)
+	}
+	if err := r.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := indexerOf(added); got.Status != health.Pass || got.Output != "" {
+		t.Fatalf("after the poll that covers it: %s %s %q", got.Status, got.State, got.Output)
+	}
+
+	// A DAO no poll covers is stalled stalled_after from its addition.
+	third := daos[2].Slug
+	if err := r.SetDAOs(daos[:3]); err != nil {
+		t.Fatal(err)
+	}
+	catalog.Replace(daos[:3])
+	advance(time.Minute)
+	if got := indexerOf(third); got.State != core.IndexingSyncing {
+		t.Fatalf("a minute after the addition: %s %q", got.State, got.Output)
+	}
+	advance(2 * time.Minute)
+	if got := indexerOf(third); got.Status != health.Fail || got.State != core.IndexingStalled {
+		t.Fatalf("three minutes after the addition, no poll: %s %s %q", got.Status, got.State, got.Output)
+	}
 }

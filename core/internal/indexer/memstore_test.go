@@ -28,12 +28,14 @@ type memStore struct {
 	shared        map[uint64]Cursor // chain → shared cursor
 	orphaned      map[string]bool   // notification ids a rollback orphaned
 	orphanNotices []string          // one per orphaned notification, in order
+	details       map[string]core.GovernorDetails
 }
 
 type memCursor struct {
 	chainID uint64
 	c       Cursor
 	joined  bool
+	gen     int64
 }
 
 func (s *memStore) Cursor(_ context.Context, dao string) (Cursor, bool, error) {
@@ -64,7 +66,78 @@ func newMemStore() *memStore {
 		chainOf:   map[string]uint64{},
 		shared:    map[uint64]Cursor{},
 		orphaned:  map[string]bool{},
+		details:   map[string]core.GovernorDetails{},
 	}
+}
+
+// GovernorDetails returns every DAO's: the memStore keeps no DAO list to
+// check generations against, the runner compares them.
+func (s *memStore) GovernorDetails(context.Context, uint64) (map[string]core.GovernorDetails, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]core.GovernorDetails, len(s.details))
+	for k, v := range s.details {
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (s *memStore) SaveGovernorDetails(_ context.Context, details []core.GovernorDetails) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range details {
+		s.details[d.DAO] = d
+	}
+	return nil
+}
+
+func (s *memStore) GovernorEvent(_ context.Context, dao string) (uint64, string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var (
+		block uint64
+		tx    string
+		ok    bool
+	)
+	for _, v := range s.votes {
+		if v.DAO == dao && (!ok || v.BlockNumber > block) {
+			block, tx, ok = v.BlockNumber, v.TxHash, true
+		}
+	}
+	for _, p := range s.proposals[dao] {
+		if !ok || p.CreatedBlock > block {
+			block, tx, ok = p.CreatedBlock, p.CreatedTx, true
+		}
+	}
+	return block, tx, ok, nil
+}
+
+// SettleLegacyCursor follows the store's, without its check of the DAO's
+// generation (the memStore keeps no DAO list).
+func (s *memStore) SettleLegacyCursor(_ context.Context, dao string, gen int64, keep bool, restart *Cursor) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.cursors[dao]
+	if !ok || c.gen != 0 {
+		return false, nil
+	}
+	if keep {
+		c.gen = gen
+		s.cursors[dao] = c
+		return true, nil
+	}
+	delete(s.cursors, dao)
+	delete(s.proposals, dao)
+	delete(s.revisions, dao)
+	for k, v := range s.votes {
+		if v.DAO == dao {
+			delete(s.votes, k)
+		}
+	}
+	if restart != nil {
+		s.cursors[dao] = memCursor{chainID: c.chainID, c: *restart, gen: gen}
+	}
+	return true, nil
 }
 
 func (s *memStore) RecentBlocks(_ context.Context, chainID uint64, limit int) ([]BlockRef, error) {
@@ -117,7 +190,7 @@ func (s *memStore) Cursors(_ context.Context, chainID uint64) (map[string]core.D
 		if c.chainID != chainID {
 			continue
 		}
-		dc := core.DAOCursor{Cursor: c.c, Joined: c.joined}
+		dc := core.DAOCursor{Cursor: c.c, Joined: c.joined, Generation: c.gen}
 		if sh, ok := s.shared[chainID]; ok && c.joined {
 			dc.Block, dc.Hash = sh.Block, sh.Hash
 		}
@@ -166,6 +239,8 @@ func (s *memStore) ApplyBatches(_ context.Context, cb core.ChainBatch) ([]string
 		cur, found := s.cursors[b.DAO]
 		var ok bool
 		switch {
+		case b.Generation > 0 && found && cur.gen != b.Generation:
+			ok = false // redefined, or a legacy cursor not settled
 		case b.Joined:
 			ok = found && cur.joined
 		case b.Prev == nil:
@@ -180,7 +255,7 @@ func (s *memStore) ApplyBatches(_ context.Context, cb core.ChainBatch) ([]string
 		kept[b.DAO] = true
 		s.applyContent(b)
 		if !b.Joined {
-			s.cursors[b.DAO] = memCursor{chainID: b.ChainID, c: b.Cursor}
+			s.cursors[b.DAO] = memCursor{chainID: b.ChainID, c: b.Cursor, gen: b.Generation}
 		}
 		s.chainOf[b.DAO] = b.ChainID
 	}

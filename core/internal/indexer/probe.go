@@ -76,14 +76,99 @@ func (r *Runner) probe(ctx context.Context, d *daoState) (governorInfo, error) {
 // Probe checks dao against its chain: the governor holds code and answers
 // as its kind, and its voting token (configured, or the governor's
 // token(), uni() or comp()) can be found. It returns a *ProbeError for a
-// DAO the chain refutes, another error when the chain did not answer.
-// govgate runs it on the configuration file's DAOs at start and on every
-// DAO the admin API adds; the indexer runs it before indexing a DAO.
-func Probe(ctx context.Context, c Chain, dao core.DAO) error {
+// DAO the chain refutes, another error when the chain did not answer;
+// otherwise what it learned of the governor, which the store keeps
+// (Store.SaveGovernorDetails) once the DAO has its generation, so that the
+// indexer need not ask again. govgate runs it on every DAO the admin API
+// adds or redefines; the indexer runs its own probe before indexing a DAO
+// it has no details of.
+func Probe(ctx context.Context, c Chain, dao core.DAO) (core.GovernorDetails, error) {
 	r := &Runner{chain: countingChain{Chain: c}, chainID: dao.ChainID}
 	d := r.newState(dao)
-	_, err := r.probe(ctx, d)
-	return err
+	gi, err := r.probe(ctx, d)
+	if err != nil {
+		return core.GovernorDetails{}, err
+	}
+	return gi.details(dao), nil
+}
+
+// details is gi as the store keeps it for dao.
+func (gi governorInfo) details(dao core.DAO) core.GovernorDetails {
+	return core.GovernorDetails{DAO: dao.Slug, Generation: dao.Generation, Clock: gi.clock, HasClock: gi.hasClock, CountingMode: gi.countingMode,
+		QuorumAbstain: gi.quorumAbstain, GraceSeconds: gi.grace, Token: gi.token.Hex()}
+}
+
+// infoOf is what a probe stored, as the indexer uses it.
+func infoOf(gd core.GovernorDetails) (governorInfo, bool) {
+	if (gd.Clock != core.ClockBlockNumber && gd.Clock != core.ClockTimestamp) || !common.IsHexAddress(gd.Token) {
+		return governorInfo{}, false // not what a probe writes: probe again
+	}
+	return governorInfo{clock: gd.Clock, hasClock: gd.HasClock, countingMode: gd.CountingMode, quorumAbstain: gd.QuorumAbstain,
+		grace: gd.GraceSeconds, token: common.HexToAddress(gd.Token)}, true
+}
+
+// recallDetails gives the DAOs of list that have no governor details the
+// ones a probe stored for their generation: a new leader, or a process
+// restarted, does not probe an unchanged DAO again. A DAO redefined since
+// (another generation) or never probed is left to probeAll.
+func (r *Runner) recallDetails(ctx context.Context, list []*daoState) error {
+	want := false
+	for _, d := range list {
+		if d.info == nil && d.dao.Generation > 0 {
+			want = true
+			break
+		}
+	}
+	if !want {
+		return nil
+	}
+	stored, err := r.store.GovernorDetails(ctx, r.chainID)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, d := range list {
+		gd, ok := stored[d.dao.Slug]
+		if !ok || d.info != nil || gd.Generation != d.dao.Generation {
+			continue
+		}
+		if gi, ok := infoOf(gd); ok {
+			d.info = &gi
+			d.detailsKept.Store(true)
+			n++
+		}
+	}
+	if n > 0 {
+		r.log.Debug("governor details read from the store", "daos", n)
+	}
+	return nil
+}
+
+// keepDetails stores what the probes learned of the DAOs of list that the
+// store has not yet: those of a DAO in the store (a generation) only. A
+// failure costs the next leader a probe, not an index: it is logged.
+func (r *Runner) keepDetails(ctx context.Context, list []*daoState) {
+	var (
+		out  []core.GovernorDetails
+		kept []*daoState
+	)
+	for _, d := range list {
+		if d.info == nil || d.detailsKept.Load() || d.dao.Generation <= 0 || d.removed.Load() {
+			continue
+		}
+		out = append(out, d.info.details(d.dao))
+		kept = append(kept, d)
+	}
+	if len(out) == 0 {
+		return
+	}
+	if err := r.store.SaveGovernorDetails(ctx, out); err != nil {
+		r.log.Warn("could not keep what the probes learned: the next leader probes again", "daos", len(out), "err", err)
+		return
+	}
+	for _, d := range kept {
+		d.detailsKept.Store(true)
+	}
 }
 
 // checkKind refutes a governor that holds no code or does not answer as
@@ -212,6 +297,7 @@ func (r *Runner) probeAll(ctx context.Context, list []*daoState) error {
 		}()
 	}
 	wg.Wait()
+	r.keepDetails(ctx, list)
 	return first
 }
 

@@ -63,6 +63,7 @@ type Runner struct {
 	bySlug  map[string]*daoState
 	want    []core.DAO // a DAO list SetDAOs asked for, applied by the next poll
 	wantSet bool
+	wantAt  time.Time     // when SetDAOs asked
 	wake    chan struct{} // SetDAOs wakes the poll loop
 	// leaving are joined DAOs refused since: the next step of the shared
 	// cursor gives them their own cursor back, so that their index stays
@@ -111,9 +112,12 @@ type daoState struct {
 	caughtUp      bool
 	lastBlockTime time.Time // time of the last indexed block, if known
 
-	info       *governorInfo // read once from the governor; nil until then
+	info       *governorInfo // read once from the governor, or from the store (recallDetails); nil until then
 	infoStored bool          // info went to the store with a part (withGovernor)
-	clockState               // the governor's clock as read so far (clock.go)
+	// detailsKept: the store holds info for this generation
+	// (Store.SaveGovernorDetails), for the next leader.
+	detailsKept atomic.Bool
+	clockState  // the governor's clock as read so far (clock.go)
 
 	phase      phase
 	cursor     Cursor // the DAO's own cursor while not joined
@@ -161,6 +165,7 @@ func NewRunner(c Chain, store Store, locker Locker, chainID, confirmations uint6
 	}
 	for _, d := range daos {
 		s := r.newState(d)
+		s.status.Waiting, s.status.Since = WaitingStart, r.started
 		r.daos = append(r.daos, s)
 		r.bySlug[d.Slug] = s
 	}
@@ -202,7 +207,7 @@ func (r *Runner) SetDAOs(daos []core.DAO) error {
 		return err
 	}
 	r.mu.Lock()
-	r.want, r.wantSet = append([]core.DAO(nil), daos...), true
+	r.want, r.wantSet, r.wantAt = append([]core.DAO(nil), daos...), true, r.now()
 	r.mu.Unlock()
 	select {
 	case r.wake <- struct{}{}:
@@ -244,6 +249,8 @@ func (r *Runner) applyWanted() {
 		default:
 			s := r.newState(d)
 			s.status.Leader = r.isLeaderLocked()
+			// Health says why it is syncing until a poll covers it.
+			s.status.Waiting, s.status.Since = WaitingAdded, r.wantAt
 			list = append(list, s)
 			bySlug[d.Slug] = s
 			r.log.Info("dao added", "dao", d.Slug, "governor", d.Governor, "kind", d.Kind, "start_block", d.StartBlock)

@@ -99,17 +99,24 @@ func (r *Runner) poll(ctx context.Context, wait bool) (err error) {
 		r.shared = &next
 		r.headMu.Unlock()
 	}
-	// Joined DAOs need their governor's details (a new leader reads them).
-	var needInfo []*daoState
+	// Joined DAOs need their governor's details: a new leader has them
+	// from the store (loadCursors), and probes only the DAOs it has not.
+	var atHead, needInfo []*daoState
 	for _, d := range r.snapshot() {
-		if ph := r.phaseOf(d); (ph == phaseJoined || ph == phaseReady) && d.info == nil {
-			needInfo = append(needInfo, d)
+		if ph := r.phaseOf(d); ph == phaseJoined || ph == phaseReady {
+			atHead = append(atHead, d)
+			if d.info == nil {
+				needInfo = append(needInfo, d)
+			}
 		}
 	}
 	var errs []error
 	if err := r.probeAll(withPart(ctx, "probe"), needInfo); err != nil {
 		errs = append(errs, err)
 	}
+	// A DAO checked at start, before the store gave it a generation, is
+	// kept now.
+	r.keepDetails(ctx, atHead)
 	r.startSweep(ctx)
 	if wait {
 		for r.sweeps.running() > 0 {
@@ -172,12 +179,20 @@ func (r *Runner) loadCursors(ctx context.Context) error {
 			d.open = isOpen[d.dao.Slug]
 		}
 	}
+	if err := r.recallDetails(ctx, todo); err != nil {
+		return err
+	}
+	later := r.settleLegacy(ctx, todo, curs)
 	r.headMu.Lock()
 	hasShared := r.shared != nil
 	r.headMu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, d := range todo {
+		if later[d.dao.Slug] {
+			d.phase = phaseNew // not indexed until its legacy cursor is settled
+			continue
+		}
 		c, ok := curs[d.dao.Slug]
 		switch {
 		case ok && c.Joined && hasShared:

@@ -14,6 +14,12 @@ import (
 // DAOStatus is how far one DAO's indexing stands (core.IndexerStatus).
 type DAOStatus = core.IndexerStatus
 
+// Causes of DAOStatus.Waiting.
+const (
+	WaitingAdded = "added, waiting for the first poll"
+	WaitingStart = "waiting for the first poll"
+)
+
 // Backfill is how far a catch-up has come (core.Backfill).
 type Backfill = core.Backfill
 
@@ -22,8 +28,8 @@ func (r *Runner) Status(daoSlug string) (DAOStatus, bool) {
 	r.mu.Lock()
 	d, ok := r.bySlug[daoSlug]
 	if !ok {
-		r.mu.Unlock()
-		return DAOStatus{}, false
+		defer r.mu.Unlock()
+		return r.pendingStatus(daoSlug)
 	}
 	defer r.mu.Unlock()
 	s := d.status
@@ -36,12 +42,41 @@ func (r *Runner) Status(daoSlug string) (DAOStatus, bool) {
 	return s, true
 }
 
-// Statuses returns the status of every DAO of this runner, in configured order.
+// pendingStatus is the status of a DAO that SetDAOs added and no poll has
+// taken on yet: syncing, waiting for it. r.mu is held.
+func (r *Runner) pendingStatus(slug string) (DAOStatus, bool) {
+	if !r.wantSet {
+		return DAOStatus{}, false
+	}
+	for _, d := range r.want {
+		if d.Slug == slug {
+			s := r.newState(d).status
+			s.Waiting, s.Since, s.Leader = WaitingAdded, r.wantAt, r.isLeaderLocked()
+			s.State = r.classify(s, r.now())
+			return s, true
+		}
+	}
+	return DAOStatus{}, false
+}
+
+// Statuses returns the status of every DAO of this runner, in configured
+// order: once SetDAOs has asked for a new list, that list's.
 func (r *Runner) Statuses() []DAOStatus {
-	list := r.snapshot()
-	out := make([]DAOStatus, 0, len(list))
-	for _, d := range list {
-		if s, ok := r.Status(d.dao.Slug); ok {
+	r.mu.Lock()
+	var slugs []string
+	if r.wantSet {
+		for _, d := range r.want {
+			slugs = append(slugs, d.Slug)
+		}
+	} else {
+		for _, d := range r.daos {
+			slugs = append(slugs, d.dao.Slug)
+		}
+	}
+	r.mu.Unlock()
+	out := make([]DAOStatus, 0, len(slugs))
+	for _, slug := range slugs {
+		if s, ok := r.Status(slug); ok {
 			out = append(out, s)
 		}
 	}
@@ -90,7 +125,7 @@ func (r *Runner) touchAll(err error) {
 		if d.phase == phaseRefused {
 			continue
 		}
-		d.status.LastCheckedAt = now
+		d.status.LastCheckedAt, d.status.Waiting = now, ""
 		if d.phase == phaseJoined {
 			d.caughtUp = true
 			d.status.LastError = ""
@@ -161,10 +196,10 @@ func (r *Runner) follow(ctx context.Context) {
 			}
 			d.status.NotifyFromBlock = cur.NotifyFrom
 			d.status.CaughtUp = d.caughtUp
-			d.status.LastCheckedAt = now
+			d.status.LastCheckedAt, d.status.Waiting = now, ""
 			d.status.LastError = ""
 		default:
-			d.status.LastCheckedAt = now
+			d.status.LastCheckedAt, d.status.Waiting = now, ""
 		}
 	}
 	r.mu.Unlock()

@@ -51,6 +51,24 @@ type Store interface {
 	// active and queued proposals: those whose state the chain's clock can
 	// change.
 	OpenProposals(ctx context.Context, daoSlug string) ([]Proposal, error)
+	// GovernorDetails returns what probes learned of the governors of the
+	// chain's DAOs (SaveGovernorDetails), by slug, for each DAO's current
+	// generation only.
+	GovernorDetails(ctx context.Context, chainID uint64) (map[string]core.GovernorDetails, error)
+	// SaveGovernorDetails keeps what probes learned, each for its DAO's
+	// generation.
+	SaveGovernorDetails(ctx context.Context, details []core.GovernorDetails) error
+	// GovernorEvent returns the block and transaction of the latest
+	// governor event (a proposal's creation or a vote) stored of the DAO;
+	// false when there is none. It is how the indexer checks a legacy
+	// cursor (legacy.go).
+	GovernorEvent(ctx context.Context, dao string) (block uint64, tx string, ok bool, err error)
+	// SettleLegacyCursor makes a legacy cursor (generation 0) of the DAO
+	// its generation gen's: with keep, as it stands; without, what was
+	// indexed of the slug is deleted and, with restart, the DAO's cursor
+	// starts again there. False, changing nothing, when the cursor is not
+	// legacy any more or the DAO's generation is not gen.
+	SettleLegacyCursor(ctx context.Context, dao string, gen int64, keep bool, restart *Cursor) (bool, error)
 	// ApplyBatches writes one step of the chain in one transaction (see
 	// core.ChainBatch) and returns the DAOs whose parts no longer applied.
 	ApplyBatches(ctx context.Context, b core.ChainBatch) (dropped []string, err error)

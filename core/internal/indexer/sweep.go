@@ -378,6 +378,9 @@ func (r *Runner) sweepProgress(sw *sweep, to uint64) {
 			bf := p
 			d.status.Backfill = &bf
 			target = d.status.ConfirmedHead
+			// At the confirmed head, no lag is left: the figure of the
+			// poll that started the sweep must not stay.
+			d.status.LagBlocks = 0
 			if target > d.cursor.Block {
 				d.status.LagBlocks = target - d.cursor.Block
 			}

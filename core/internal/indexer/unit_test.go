@@ -3,6 +3,7 @@ package indexer
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,44 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want field %q", err, tt.field)
 			}
 		})
+	}
+}
+
+// TestGovernorDetailsRoundTrip sets every field of governorInfo and keeps
+// it as the store does: a leader that reads it back has the governor as
+// the probe read it. A field added to governorInfo and not to the store's
+// GovernorDetails fails here.
+func TestGovernorDetailsRoundTrip(t *testing.T) {
+	var gi governorInfo
+	v := reflect.ValueOf(&gi).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		f = reflect.NewAt(f.Type(), f.Addr().UnsafePointer()).Elem()
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("mode=blocknumber&from=default") // a valid clock is set below
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Uint64:
+			f.SetUint(1_209_600)
+		case reflect.Array:
+			reflect.Copy(f, reflect.ValueOf(common.HexToAddress("0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984")))
+		default:
+			t.Fatalf("governorInfo.%s: a %s the test does not set", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	gi.clock = core.ClockTimestamp
+	dao := core.DAO{Slug: "uni", Generation: 7}
+	gd := gi.details(dao)
+	if gd.DAO != "uni" || gd.Generation != 7 {
+		t.Fatalf("details of %+v: %+v", dao, gd)
+	}
+	back, ok := infoOf(gd)
+	if !ok || back != gi {
+		t.Fatalf("read back %+v (%v), kept %+v", back, ok, gi)
+	}
+	gd.Clock = "seconds"
+	if _, ok := infoOf(gd); ok {
+		t.Fatal("details with a clock no probe writes were taken")
 	}
 }

@@ -67,6 +67,36 @@ func (s *Store) subscribed(typ, dao string) (string, []any) {
 	return b.String(), args
 }
 
+// settingsChosen is true of a webhook whose owner chose a subscription,
+// ordering or a throttle: settings that the fan-out must match in SQL or
+// carry in each job. Migration 0050's index has this predicate, word for
+// word, and holds only such webhooks.
+const settingsChosen = `types <> '' OR daos <> '' OR ordered = 1 OR max_per_second > 0`
+
+// settingsInUse is true when an active webhook has chosen settings: one
+// probe of migration 0050's index, empty until an owner chooses, whatever
+// the number of webhooks.
+const settingsInUse = `EXISTS (SELECT 1 FROM webhooks WHERE state = 'active' AND (` + settingsChosen + `))`
+
+// settingsRecheck is how long a store whose plain fan-out found settings in
+// use goes straight to the subscribed one before it tries the plain one
+// again: a plain attempt that finds settings in use is a statement thrown
+// away, and this bounds how often that happens while owners use them.
+const settingsRecheck = time.Second
+
+// plainFanOut reports whether the next fan-out should try the plain
+// statements (those of webhooks without settings) first. It is only a
+// guess about which statements will do: the plain ones check
+// settingsInUse themselves, in the transaction and snapshot that picks the
+// webhooks, so that a subscription or ordering chosen a moment ago, in any
+// process, is never missed.
+func (s *Store) plainFanOut() bool { return time.Now().UnixNano() >= s.settingsUntil.Load() }
+
+// settingsFound records that a plain fan-out found settings in use.
+func (s *Store) settingsFound() {
+	s.settingsUntil.Store(time.Now().Add(settingsRecheck).UnixNano())
+}
+
 // prevSecretAAD binds a rotated-out secret to its webhook URL and to its
 // column: it cannot be swapped for the current one.
 func prevSecretAAD(url string) []byte { return []byte("govgate/webhook-secret/v1/previous:" + url) }

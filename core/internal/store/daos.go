@@ -188,8 +188,9 @@ func (s *Store) SeedDAOs(ctx context.Context, daos []core.DAO) error {
 				if err := tx.Create(&row).Error; err != nil {
 					return fmt.Errorf("seed dao %s: %w", d.Slug, err)
 				}
-				// An index built before the daos table existed (cursors
-				// of generation 0) belongs to the file's DAO: keep it.
+				// An index built before DAOs had generations (a legacy
+				// cursor) is the DAO's only if it followed the same
+				// governor: the indexer checks (SettleLegacyCursor).
 			case sameDAO(old, row) && old.Position == int64(i):
 				continue
 			default:
@@ -220,6 +221,9 @@ func (s *Store) SeedDAOs(ctx context.Context, daos []core.DAO) error {
 					return err
 				}
 			}
+		}
+		if err := dropStrayLegacy(tx); err != nil {
+			return err
 		}
 		// API DAOs follow the file's, in the order they were added.
 		for _, r := range rows {
@@ -364,12 +368,17 @@ func deleteDAO(tx *gorm.DB, slug string) error {
 	if err := tx.Where("slug = ?", slug).Delete(&daoRow{}).Error; err != nil {
 		return err
 	}
+	if err := tx.Exec(`DELETE FROM dao_probes WHERE dao = ?`, slug).Error; err != nil {
+		return err
+	}
 	return purgeDAO(tx, slug)
 }
 
 // purgeDAO deletes what was indexed of a DAO: its cursor, proposals,
 // votes (with their overrides) and timelines, delegations and the clock
 // points of its token's events, and what its governor said of itself.
+// What its probe learned stays: it names its generation (dao_probes), so a
+// new definition does not read it.
 func purgeDAO(tx *gorm.DB, slug string) error {
 	for _, table := range []string{"chain_cursors", "proposal_revisions", "proposals", "votes", "token_events", "delegations", "delegates", "delegated_powers",
 		"vote_overrides", "proposal_timeline", "clock_points", "dao_governors"} {

@@ -30,6 +30,8 @@ var migrations = []*gormigrate.Migration{
 	{ID: "0030_chain_shared_cursors", Migrate: migrate0030, Rollback: rollback0030},
 	{ID: "0031_notifications_chain_block", Migrate: migrate0031, Rollback: rollback0031},
 	{ID: "0032_daos", Migrate: migrate0032, Rollback: rollback0032},
+	{ID: "0033_dao_probes", Migrate: migrate0033, Rollback: rollback0033},
+	{ID: "0050_webhooks_with_settings_index", Migrate: migrate0050, Rollback: rollback0050},
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -344,4 +346,19 @@ func rollback0020(tx *gorm.DB) error {
 		}
 	}
 	return nil
+}
+
+// migrate0050 indexes the webhooks whose owner chose a subscription,
+// ordering or a throttle, an index that stays empty until one does: the
+// fan-out asks it, in the statements that store a notification, whether
+// any active webhook needs that machinery, and takes the plain statements
+// when none does (settingsInUse). Its predicate is
+// settingsChosen word for word, so that both databases match the question
+// to it (TestSettingsInUseReadsItsIndex).
+func migrate0050(tx *gorm.DB) error {
+	return tx.Exec(`CREATE INDEX ix_webhooks_with_settings ON webhooks (state) WHERE types <> '' OR daos <> '' OR ordered = 1 OR max_per_second > 0`).Error
+}
+
+func rollback0050(tx *gorm.DB) error {
+	return tx.Exec(`DROP INDEX ix_webhooks_with_settings`).Error
 }

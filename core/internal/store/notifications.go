@@ -169,8 +169,21 @@ func (s *Store) startTrace(ctx context.Context, n core.Notification) (string, fu
 // insertNotificationPG is insertNotification on PostgreSQL, in one
 // statement: the notification and, unless its id was already stored, its
 // deliveries, those for the first r.N active webhooks by id (less
-// r.Exclude) in flight under a new lease and the rest pending. Fan-out for
-// 100,000 webhooks is still one statement.
+// r.Exclude) that take it in flight under a new lease and the rest pending.
+// Fan-out for 100,000 webhooks is still one statement.
+//
+// A delivery is leased when its webhook is not excluded and comes no later
+// than the last of the r.N leased (c, computed once): a comparison a row,
+// where joining each row against the leased ones cost PostgreSQL a loop
+// over them (it estimates a CTE at one row), r.N times the webhooks' work.
+//
+// Two statements do this. The plain one is for when no active webhook has
+// chosen a subscription or ordering, as in most deployments: every active
+// webhook takes the notification, and it costs what fan-out cost before
+// those existed. The subscribed one matches subscriptions and puts ordered
+// webhooks' deliveries in line. The plain one writes nothing when
+// settingsInUse, which it reads in its own snapshot, and says so; the
+// subscribed one then runs.
 func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Notification, source string, r core.Reservation, traceParent string) (fanOut, error) {
 	body, err := NotificationBody(n)
 	if err != nil {
@@ -184,24 +197,70 @@ func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Noti
 	}
 	now := s.now()
 	exclude := append([]int64{}, r.Exclude...) // never NULL: = ANY(NULL) would exclude everything
+	args := []any{n.ID, n.Type, n.DAO, n.OccurredAt.UTC(), body, source, now,
+		string(core.WebhookActive), exclude, r.N,
+		string(core.DeliveryPending), string(core.DeliveryInFlight), now.Add(r.Lease), token, traceParent}
+	if s.plainFanOut() {
+		f, plain, err := s.fanOutPG(ctx, q, true, plainFanOutPG, args, n.ID, body, traceParent, token, now.Add(r.Lease))
+		if err != nil || plain {
+			return f, err
+		}
+		s.settingsFound()
+	}
 	// The subscription's condition binds after the statement's own 15
 	// parameters.
 	want, wantArgs := s.subscribed(n.Type, n.DAO)
-	want = s.bindFrom(want, 16)
-	// Ordered webhooks' deliveries join their lines (waiting) and are never
-	// leased here: promoteLines picks each line's head.
-	rows, err := q.QueryContext(ctx, `WITH n AS (INSERT INTO notifications (id, type, dao, occurred_at, body, source, created_at, trace_parent)
+	f, _, err := s.fanOutPG(ctx, q, false, subscribedFanOutPG(s.bindFrom(want, 16)), append(args, wantArgs...), n.ID, body, traceParent, token, now.Add(r.Lease))
+	return f, err
+}
+
+// plainFanOutPG is insertNotificationPG's statement for webhooks without
+// settings: it stores nothing, and its first column says so, when
+// settingsInUse. Its jobs have no throttle, which no active webhook has
+// then.
+const plainFanOutPG = `WITH g AS (SELECT ` + settingsInUse + ` AS chosen),
+	n AS (INSERT INTO notifications (id, type, dao, occurred_at, body, source, created_at, trace_parent)
+		SELECT $1, $2, $3, $4::timestamptz, $5::bytea, $6, $7::timestamptz, $15 WHERE NOT (SELECT chosen FROM g)
+		ON CONFLICT (id) DO NOTHING RETURNING id),
+	w AS (SELECT id FROM webhooks WHERE state = $8 AND EXISTS (SELECT 1 FROM n)),
+	l AS (SELECT id FROM w WHERE NOT (id = ANY($9::bigint[])) ORDER BY id LIMIT $10),
+	c AS MATERIALIZED (SELECT max(id) AS last FROM l),
+	ins AS (INSERT INTO deliveries (notification_id, webhook_id, state, next_attempt_at, attempts, lease_token, last_status, last_error, created_at, updated_at)
+		SELECT $1, w.id,
+			CASE WHEN NOT w.leased THEN $11::text ELSE $12::text END,
+			CASE WHEN NOT w.leased THEN $7::timestamptz ELSE $13::timestamptz END,
+			CASE WHEN NOT w.leased THEN 0 ELSE 1 END,
+			CASE WHEN NOT w.leased THEN '' ELSE $14::text END,
+			0, '', $7, $7
+		FROM (SELECT id, COALESCE(id <= (SELECT last FROM c) AND NOT (id = ANY($9::bigint[])), false) AS leased FROM w) AS w
+		RETURNING id, webhook_id, lease_token)
+	SELECT (SELECT chosen FROM g), EXISTS (SELECT 1 FROM n), EXISTS (SELECT 1 FROM ins WHERE lease_token = ''),
+		x.id, x.webhook_id, x.url, x.secret_ciphertext, x.prev_secret_ciphertext, x.prev_secret_expires_at
+	FROM (SELECT 1) AS one LEFT JOIN (
+		SELECT ins.id, ins.webhook_id, wh.url, wh.secret_ciphertext, wh.prev_secret_ciphertext, wh.prev_secret_expires_at
+		FROM ins JOIN webhooks wh ON wh.id = ins.webhook_id WHERE ins.lease_token <> ''
+	) AS x ON true
+	ORDER BY x.webhook_id`
+
+// subscribedFanOutPG is insertNotificationPG's statement when webhooks
+// have settings: only the webhooks whose subscription (want) takes the
+// notification get a delivery, and ordered webhooks' deliveries join their
+// lines (waiting), never leased here: promoteLines picks each line's head,
+// from the ids in the fourth column.
+func subscribedFanOutPG(want string) string {
+	return `WITH n AS (INSERT INTO notifications (id, type, dao, occurred_at, body, source, created_at, trace_parent)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $15) ON CONFLICT (id) DO NOTHING RETURNING id),
-		w AS (SELECT id, ordered FROM webhooks WHERE state = $8 AND EXISTS (SELECT 1 FROM n) AND `+want+`),
+		w AS (SELECT id, ordered FROM webhooks WHERE state = $8 AND EXISTS (SELECT 1 FROM n) AND ` + want + `),
 		l AS (SELECT id FROM w WHERE ordered = 0 AND NOT (id = ANY($9::bigint[])) ORDER BY id LIMIT $10),
+		c AS MATERIALIZED (SELECT max(id) AS last FROM l),
 		ins AS (INSERT INTO deliveries (notification_id, webhook_id, state, next_attempt_at, attempts, lease_token, last_status, last_error, created_at, updated_at)
 			SELECT $1, w.id,
-				CASE WHEN w.ordered = 1 THEN 'waiting' WHEN l.id IS NULL THEN $11::text ELSE $12::text END,
-				CASE WHEN l.id IS NULL THEN $7::timestamptz ELSE $13::timestamptz END,
-				CASE WHEN l.id IS NULL THEN 0 ELSE 1 END,
-				CASE WHEN l.id IS NULL THEN '' ELSE $14::text END,
+				CASE WHEN w.ordered = 1 THEN 'waiting' WHEN NOT w.leased THEN $11::text ELSE $12::text END,
+				CASE WHEN NOT w.leased THEN $7::timestamptz ELSE $13::timestamptz END,
+				CASE WHEN NOT w.leased THEN 0 ELSE 1 END,
+				CASE WHEN NOT w.leased THEN '' ELSE $14::text END,
 				0, '', $7, $7
-			FROM w LEFT JOIN l ON l.id = w.id
+			FROM (SELECT id, ordered, COALESCE(ordered = 0 AND id <= (SELECT last FROM c) AND NOT (id = ANY($9::bigint[])), false) AS leased FROM w) AS w
 			RETURNING id, webhook_id, lease_token)
 		SELECT EXISTS (SELECT 1 FROM n), EXISTS (SELECT 1 FROM ins WHERE lease_token = ''),
 			COALESCE((SELECT string_agg(id::text, ',') FROM w WHERE ordered = 1), ''),
@@ -210,16 +269,20 @@ func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Noti
 			SELECT ins.id, ins.webhook_id, wh.url, wh.secret_ciphertext, wh.prev_secret_ciphertext, wh.prev_secret_expires_at, wh.max_per_second, wh.burst
 			FROM ins JOIN webhooks wh ON wh.id = ins.webhook_id WHERE ins.lease_token <> ''
 		) AS x ON true
-		ORDER BY x.webhook_id`,
-		append([]any{n.ID, n.Type, n.DAO, n.OccurredAt.UTC(), body, source, now,
-			string(core.WebhookActive), exclude, r.N,
-			string(core.DeliveryPending), string(core.DeliveryInFlight), now.Add(r.Lease), token, traceParent}, wantArgs...)...)
+		ORDER BY x.webhook_id`
+}
+
+// fanOutPG runs insertNotificationPG's plain statement (plain) or its
+// subscribed one (stmt) and reads what it did; done is false when the
+// plain statement found settings in use and stored nothing.
+func (s *Store) fanOutPG(ctx context.Context, q querier, plain bool, stmt string, args []any, id string, body []byte, traceParent, token string, expires time.Time) (f fanOut, done bool, err error) {
+	rows, err := q.QueryContext(ctx, stmt, args...)
 	if err != nil {
-		return fanOut{}, fmt.Errorf("insert notification: %w", err)
+		return fanOut{}, false, fmt.Errorf("insert notification: %w", err)
 	}
 	defer rows.Close()
-	var f fanOut
 	var leased []leasedRow
+	var chosen bool
 	var ordered string
 	for rows.Next() {
 		var (
@@ -230,8 +293,14 @@ func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Noti
 			rate     sql.NullFloat64
 			burst    sql.NullInt64
 		)
-		if err := rows.Scan(&f.created, &f.queued, &ordered, &delivery, &webhook, &url, &l.sealed, &l.prevSealed, &l.prevUntil, &rate, &burst); err != nil {
-			return fanOut{}, fmt.Errorf("insert notification: %w", err)
+		// The plain statement's columns: whether settings are in use, then
+		// the subscribed one's without the ordered lines and the throttle.
+		dest := []any{&chosen, &f.created, &f.queued, &delivery, &webhook, &url, &l.sealed, &l.prevSealed, &l.prevUntil}
+		if !plain {
+			dest = []any{&f.created, &f.queued, &ordered, &delivery, &webhook, &url, &l.sealed, &l.prevSealed, &l.prevUntil, &rate, &burst}
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return fanOut{}, false, fmt.Errorf("insert notification: %w", err)
 		}
 		if delivery.Valid {
 			l.delivery, l.webhook, l.url = delivery.Int64, webhook.Int64, url.String
@@ -240,18 +309,21 @@ func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Noti
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fanOut{}, fmt.Errorf("insert notification: %w", err)
+		return fanOut{}, false, fmt.Errorf("insert notification: %w", err)
 	}
 	rows.Close()
+	if chosen {
+		return fanOut{}, false, nil
+	}
 	if ordered != "" {
 		f.ordered = parseIDs(ordered)
 	}
 	if len(leased) > 0 {
-		if f.jobs, err = s.leasedJobs(n.ID, body, traceParent, token, now.Add(r.Lease), leased); err != nil {
-			return fanOut{}, err
+		if f.jobs, err = s.leasedJobs(id, body, traceParent, token, expires, leased); err != nil {
+			return fanOut{}, false, err
 		}
 	}
-	return f, nil
+	return f, true, nil
 }
 
 // leasedRow is a delivery stored in flight at fan-out, with its webhook.
@@ -291,6 +363,10 @@ func (s *Store) leasedJobs(id string, body []byte, traceParent, token string, ex
 // insertNotification stores n and its deliveries in tx on SQLite, whose
 // single writer makes separate statements as safe as insertNotificationPG's
 // one: the notification, the leased deliveries (fanOutLeased), the rest.
+// As there, the plain statements serve while no active webhook has chosen
+// a subscription or ordering, and the subscribed ones otherwise; the
+// transaction holds the database's write lock from its first statement, so
+// what the plain ones find about settings holds until it commits.
 func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source string, r core.Reservation, traceParent string) (fanOut, error) {
 	body, err := NotificationBody(n)
 	if err != nil {
@@ -306,17 +382,74 @@ func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source stri
 	if res.RowsAffected == 0 {
 		return fanOut{}, nil
 	}
-	// Fan-out is one INSERT … SELECT: enqueueing for 100,000 webhooks is a
-	// single statement, not 100,000 round trips. Only the webhooks whose
-	// subscription wants the notification get a row; an ordered webhook's
-	// joins its line (waiting).
+	if s.plainFanOut() {
+		f, plain, err := s.fanOutPlain(tx, n, body, traceParent, r, now)
+		if err != nil || plain {
+			return f, err
+		}
+		s.settingsFound()
+	}
+	return s.fanOutSubscribed(tx, n, body, traceParent, r, now)
+}
+
+// fanOutPlain gives every active webhook a delivery of n, as fan-out did
+// before webhooks had settings (SQLite): one INSERT … SELECT, or the leased
+// ones (fanOutLeased) and then the rest. It writes nothing, and plain is
+// false, when settingsInUse, and also when no active webhook is left to
+// take n: fanOutSubscribed, in the same transaction, then decides.
+func (s *Store) fanOutPlain(tx *gorm.DB, n core.Notification, body []byte, traceParent string, r core.Reservation, now time.Time) (f fanOut, plain bool, err error) {
+	pending := `INSERT INTO deliveries (notification_id, webhook_id, state, next_attempt_at, attempts, lease_token, last_status, last_error, created_at, updated_at)
+		SELECT ?, id, ?, ?, 0, '', 0, '', ?, ? FROM webhooks WHERE state = ?`
+	args := []any{n.ID, string(core.DeliveryPending), now, now, now, string(core.WebhookActive)}
+	if r.N == 0 {
+		res := tx.Exec(pending+` AND NOT `+settingsInUse, args...)
+		if res.Error != nil {
+			return fanOut{}, false, fmt.Errorf("fan out notification: %w", res.Error)
+		}
+		return fanOut{created: true, queued: true}, res.RowsAffected > 0, nil
+	}
+	jobs, err := s.fanOutLeased(tx, n.ID, body, traceParent, r, now, "", nil, true)
+	if err != nil || len(jobs) == 0 {
+		return fanOut{}, false, err
+	}
+	// The leased deliveries are for the first active webhooks by id, less
+	// the excluded ones: the rest are those after the last one leased, and
+	// the excluded ones.
+	var after []string
+	if len(jobs) == r.N {
+		after = append(after, "id > ?")
+		args = append(args, jobs[len(jobs)-1].WebhookID)
+	}
+	if len(r.Exclude) > 0 {
+		after = append(after, "id IN ("+marks(len(r.Exclude))+")")
+		for _, id := range r.Exclude {
+			args = append(args, id)
+		}
+	}
+	if len(after) == 0 {
+		return fanOut{created: true, jobs: jobs}, true, nil // every active webhook's delivery is leased
+	}
+	res := tx.Exec(pending+" AND ("+strings.Join(after, " OR ")+")", args...)
+	if res.Error != nil {
+		return fanOut{}, false, fmt.Errorf("fan out notification: %w", res.Error)
+	}
+	return fanOut{created: true, jobs: jobs, queued: res.RowsAffected > 0}, true, nil
+}
+
+// fanOutSubscribed gives a delivery of n to the active webhooks whose
+// subscription wants it (SQLite). Fan-out is one INSERT … SELECT:
+// enqueueing for 100,000 webhooks is a single statement, not 100,000 round
+// trips. An ordered webhook's delivery joins its line (waiting), whose head
+// promoteLines picks.
+func (s *Store) fanOutSubscribed(tx *gorm.DB, n core.Notification, body []byte, traceParent string, r core.Reservation, now time.Time) (fanOut, error) {
 	want, wantArgs := s.subscribed(n.Type, n.DAO)
 	pending := `INSERT INTO deliveries (notification_id, webhook_id, state, next_attempt_at, attempts, lease_token, last_status, last_error, created_at, updated_at)
 		SELECT ?, id, CASE WHEN ordered = 1 THEN 'waiting' ELSE ? END, ?, 0, '', 0, '', ?, ? FROM webhooks WHERE state = ? AND ` + want
 	args := append([]any{n.ID, string(core.DeliveryPending), now, now, now, string(core.WebhookActive)}, wantArgs...)
 	var jobs []core.Job
 	if r.N > 0 {
-		if jobs, err = s.fanOutLeased(tx, n, body, traceParent, r, now); err != nil {
+		var err error
+		if jobs, err = s.fanOutLeased(tx, n.ID, body, traceParent, r, now, "ordered = 0 AND "+want, wantArgs, false); err != nil {
 			return fanOut{}, err
 		}
 		// The leased deliveries are for the first active unordered webhooks
@@ -336,7 +469,7 @@ func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source stri
 		}
 		pending += " AND (" + strings.Join(after, " OR ") + ")"
 	}
-	res = tx.Exec(pending, args...)
+	res := tx.Exec(pending, args...)
 	if res.Error != nil {
 		return fanOut{}, fmt.Errorf("fan out notification: %w", res.Error)
 	}
@@ -358,11 +491,13 @@ func (s *Store) insertNotification(tx *gorm.DB, n core.Notification, source stri
 }
 
 // fanOutLeased stores the deliveries of notification id for the first r.N
-// active webhooks by id, not counting the excluded ones, in flight under a
-// new lease, and returns them as jobs in webhook id order (SQLite;
-// insertNotificationPG does this on PostgreSQL).
-func (s *Store) fanOutLeased(tx *gorm.DB, n core.Notification, body []byte, traceParent string, r core.Reservation, now time.Time) ([]core.Job, error) {
-	id := n.ID
+// active webhooks by id that match (a condition on webhooks, "" for all),
+// not counting the excluded ones, in flight under a new lease, and returns
+// them as jobs in webhook id order (SQLite; insertNotificationPG does this
+// on PostgreSQL). Plain, for fanOutPlain, it stores none, and returns none,
+// when settingsInUse, and reads no throttle, which no active webhook has
+// then.
+func (s *Store) fanOutLeased(tx *gorm.DB, id string, body []byte, traceParent string, r core.Reservation, now time.Time, match string, matchArgs []any, plain bool) ([]core.Job, error) {
 	token, err := newToken()
 	if err != nil {
 		return nil, err
@@ -371,21 +506,32 @@ func (s *Store) fanOutLeased(tx *gorm.DB, n core.Notification, body []byte, trac
 	// transaction already wrote) keeps the two consistent.
 	var rows []leasedRow
 	q, ctx := txQuerier(tx), tx.Statement.Context
-	want, wantArgs := s.subscribed(n.Type, n.DAO)
-	where, args := "state = ? AND ordered = 0 AND "+want, append([]any{string(core.WebhookActive)}, wantArgs...)
+	where, args := "state = ?", []any{string(core.WebhookActive)}
+	if match != "" {
+		where += " AND " + match
+		args = append(args, matchArgs...)
+	}
 	if len(r.Exclude) > 0 {
 		where += " AND id NOT IN (" + marks(len(r.Exclude)) + ")"
 		for _, id := range r.Exclude {
 			args = append(args, id)
 		}
 	}
-	res, err := q.QueryContext(ctx, `SELECT id, url, secret_ciphertext, prev_secret_ciphertext, prev_secret_expires_at, max_per_second, burst FROM webhooks WHERE `+where+` ORDER BY id LIMIT ?`, append(args, r.N)...)
+	pick := `SELECT id, url, secret_ciphertext, prev_secret_ciphertext, prev_secret_expires_at, max_per_second, burst FROM webhooks WHERE ` + where
+	if plain {
+		pick = `SELECT id, url, secret_ciphertext, prev_secret_ciphertext, prev_secret_expires_at FROM webhooks WHERE ` + where + ` AND NOT ` + settingsInUse
+	}
+	res, err := q.QueryContext(ctx, pick+` ORDER BY id LIMIT ?`, append(args, r.N)...)
 	if err != nil {
 		return nil, fmt.Errorf("fan out notification: %w", err)
 	}
 	for res.Next() {
 		var l leasedRow
-		if err := res.Scan(&l.webhook, &l.url, &l.sealed, &l.prevSealed, &l.prevUntil, &l.throttle.MaxPerSecond, &l.throttle.Burst); err != nil {
+		dest := []any{&l.webhook, &l.url, &l.sealed, &l.prevSealed, &l.prevUntil, &l.throttle.MaxPerSecond, &l.throttle.Burst}
+		if plain {
+			dest = dest[:5]
+		}
+		if err := res.Scan(dest...); err != nil {
 			res.Close()
 			return nil, fmt.Errorf("fan out notification: %w", err)
 		}

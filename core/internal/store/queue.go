@@ -436,8 +436,8 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 	if len(results) == 0 {
 		return nil, nil
 	}
-	if s.dialect == Postgres {
-		if ord, rest := splitOrdered(results); len(ord) > 0 && len(rest) > 0 {
+	if s.dialect == Postgres && anyOrdered(results) {
+		if ord, rest := splitOrdered(results); len(rest) > 0 {
 			// The heads of ordered lines take the general path, which
 			// promotes the next of each; the rest keep the fast one.
 			d1, err := s.Complete(ctx, rest, disableAfter)
@@ -589,6 +589,17 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 		return nil, fmt.Errorf("complete deliveries: %w", err)
 	}
 	return deactivated, nil
+}
+
+// anyOrdered reports whether a batch holds the head of an ordered line:
+// without one, as in most batches, it is not copied to be split.
+func anyOrdered(results []core.AttemptResult) bool {
+	for i := range results {
+		if results[i].Job.Ordered {
+			return true
+		}
+	}
+	return false
 }
 
 // splitOrdered parts results into the heads of ordered lines and the rest.

@@ -182,7 +182,9 @@ func (s *Store) ApplyBatches(ctx context.Context, b core.ChainBatch) (dropped []
 			cur, has := stored[d.DAO]
 			ok := true
 			switch {
-			case d.Generation > 0 && has && cur.Generation != 0 && cur.Generation != d.Generation:
+			case d.Generation > 0 && has && cur.Generation != d.Generation:
+				// Redefined meanwhile, or a legacy cursor (generation 0)
+				// the indexer has not settled (SettleLegacyCursor).
 				ok = false
 			case d.Generation > 0 && !has && gens[d.DAO] != d.Generation:
 				ok = false // removed or redefined before its first cursor was written

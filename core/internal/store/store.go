@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/libtnb/sqlite"
@@ -45,6 +46,10 @@ type Store struct {
 	log     *slog.Logger
 	now     func() time.Time
 	tracer  NotificationTracer // nil: tracing off
+	// settingsUntil is when, in Unix nanoseconds, this store's fan-outs
+	// next try the plain statements, after one found an active webhook
+	// with a subscription or ordering (see plainFanOut).
+	settingsUntil atomic.Int64
 }
 
 // Options tune Open.

@@ -16,12 +16,13 @@ import (
 	"github.com/govgate/govgate/core/internal/store"
 )
 
-// storeDAOs is a DAOAdmin over the real store whose check against the
-// chain is the test's: a governor at 0x…dEaD holds no code (e2e tests the
-// real check on a real chain).
+// storeDAOs is a DAOAdmin over the real store. Its check against the
+// chain is probe when set (TestBrowserDAOs probes the dev chain as govgate
+// does); otherwise a governor at 0x…dEaD holds no code.
 type storeDAOs struct {
 	st      *store.Store
 	catalog *core.LiveDAOs
+	probe   func(context.Context, core.DAO) error
 }
 
 func (a *storeDAOs) reload(ctx context.Context) error {
@@ -32,7 +33,10 @@ func (a *storeDAOs) reload(ctx context.Context) error {
 	return err
 }
 
-func (a *storeDAOs) check(d core.DAO) error {
+func (a *storeDAOs) check(ctx context.Context, d core.DAO) error {
+	if a.probe != nil {
+		return a.probe(ctx, d)
+	}
 	if strings.EqualFold(d.Governor, "0x000000000000000000000000000000000000dEaD") {
 		return httpapi.FieldErr(&core.FieldError{Field: "governor", Message: "no contract at " + d.Governor + " on chain 1"})
 	}
@@ -40,7 +44,7 @@ func (a *storeDAOs) check(d core.DAO) error {
 }
 
 func (a *storeDAOs) CreateDAO(ctx context.Context, d core.DAO) (core.DAO, error) {
-	if err := a.check(d); err != nil {
+	if err := a.check(ctx, d); err != nil {
 		return core.DAO{}, err
 	}
 	out, err := a.st.CreateDAO(ctx, d)
@@ -51,8 +55,11 @@ func (a *storeDAOs) CreateDAO(ctx context.Context, d core.DAO) (core.DAO, error)
 }
 
 func (a *storeDAOs) UpdateDAO(ctx context.Context, d core.DAO) (core.DAO, error) {
-	if err := a.check(d); err != nil {
-		return core.DAO{}, err
+	// As govgate does: only a new indexing definition is checked again.
+	if old, ok := a.catalog.DAO(d.Slug); !ok || old.IndexingChanged(d) {
+		if err := a.check(ctx, d); err != nil {
+			return core.DAO{}, err
+		}
 	}
 	out, err := a.st.UpdateDAO(ctx, d)
 	if err != nil {

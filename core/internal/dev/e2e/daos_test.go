@@ -106,6 +106,20 @@ func TestAdminAddsADAOAtRunTime(t *testing.T) {
 		t.Fatalf("POST /admin/api/daos: %d %s", resp.StatusCode, out)
 	}
 	addedAt, _ := c.Head(ctx)
+	// From the moment it is stored, its health says it is syncing (the
+	// poll that covers it may already have started its backfill).
+	resp, out = do(t, "GET", "http://"+a.api+"/"+c.OZ.Slug+"/health", "", nil)
+	var health struct {
+		Status string
+		Checks struct {
+			Indexer struct{ State, Output string }
+		}
+	}
+	if err := json.Unmarshal(out, &health); err != nil || resp.StatusCode != http.StatusOK || health.Checks.Indexer.State != "syncing" ||
+		health.Checks.Indexer.Output == "no indexer status" {
+		t.Fatalf("health right after the addition: %d %s", resp.StatusCode, out)
+	}
+	t.Logf("health right after the addition: %s", health.Checks.Indexer.Output)
 	// The leader backfills it: the old proposal is served by both processes.
 	for _, p := range []*proc{a, b} {
 		waitFor(t, "the added DAO's history to be served", 60*time.Second, func() bool {
