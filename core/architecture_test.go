@@ -23,16 +23,18 @@ const module = "github.com/govgate/govgate/"
 // and may use what it needs; the production binary links none of it
 // (TestProductionBinaryLinksNoDevTooling). The exceptions say why.
 var layers = map[string][]string{
-	"core":                   {},
-	"core/internal/chain":    {},
-	"core/internal/secrets":  {},
-	"core/internal/signing":  {},
-	"core/internal/ssrf":     {},
-	"core/internal/store":    {"core"},
-	"core/internal/httpapi":  {"core", "core/internal/ssrf"},
-	"core/internal/delivery": {"core", "core/internal/signing"},
-	"core/internal/health":   {"core"},
-	"core/internal/indexer":  {"core"},
+	"core":                  {},
+	"core/internal/chain":   {},
+	"core/internal/secrets": {},
+	"core/internal/signing": {},
+	"core/internal/ssrf":    {},
+	// The owner of a process's goroutines: a leaf, used by the commands.
+	"core/internal/supervisor": {},
+	"core/internal/store":      {"core"},
+	"core/internal/httpapi":    {"core", "core/internal/ssrf"},
+	"core/internal/delivery":   {"core", "core/internal/signing"},
+	"core/internal/health":     {"core"},
+	"core/internal/indexer":    {"core"},
 	// The calldata decoder: the domain's Action, go-ethereum's ABI codec.
 	"core/internal/calldata": {"core"},
 	"core/internal/tracing":  {"core"},
@@ -58,6 +60,7 @@ var layers = map[string][]string{
 	"core/internal/dev/e2e":           {},
 	"core/internal/dev/e2e/container": {},
 	"core/internal/dev/schemas":       {},
+	"core/internal/dev/vulncheck":     {},
 	// Commands wire everything.
 	"core/cmd/govgate":       {"*"},
 	"core/cmd/govgate-bench": {"*"},

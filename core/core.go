@@ -142,6 +142,22 @@ const (
 	TypeTest             = "test"
 )
 
+// NotificationTypes returns every notification type govgate itself sends:
+// the indexer's (proposals, votes, the time-driven proposal states, the
+// voting token's delegations) and the admin API's test. It is the one list:
+// the Go SDK, the AssemblyScript SDK, the admin page, the JSON Schema and its
+// examples, and the example plugins are tested against it
+// (TestNotificationTypesAgreeEverywhere in core and the example plugins' own
+// tests).
+func NotificationTypes() []string {
+	return []string{
+		TypeProposalCreated, TypeProposalActive, TypeVoteCast, TypeVoteOverridden, TypeProposalEndingSoon,
+		TypeProposalSucceeded, TypeProposalDefeated, TypeProposalQueued, TypeProposalExecuted,
+		TypeProposalExpired, TypeProposalCanceled, TypeProposalExtended,
+		TypeDelegateChanged, TypeDelegateVotesChanged, TypeNotificationOrphaned, TypeTest,
+	}
+}
+
 var typePattern = regexp.MustCompile(`^[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)*$`)
 
 // ValidNotificationType reports whether t is a dotted lowercase event name of

@@ -95,6 +95,10 @@ const (
 	// The voting token's delegation events.
 	TypeDelegateChanged      = "delegate.changed"
 	TypeDelegateVotesChanged = "delegate.votes_changed"
+
+	// TypeNotificationOrphaned tells receivers that a notification they got
+	// came from blocks a reorganisation dropped.
+	TypeNotificationOrphaned = "notification.orphaned"
 )
 
 // Output is what a transform makes of a delivery.

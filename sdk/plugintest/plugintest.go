@@ -93,7 +93,7 @@ func RunDir(t *testing.T, dir string, cases ...Case) {
 		t.Fatalf("plugin metadata: %v (does the package call sdk.Plugin and sdk.Filter or sdk.Transform in init?)", err)
 	}
 	restore := guest.SetLogSink(func(level abi.Level, msg string) { t.Logf("plugin log: [%s] %s", level, msg) })
-	defer guest.SetLogSink(restore)
+	defer func() { guest.SetLogSink(restore) }() // what it returns is this run's sink, done with
 
 	all, err := inputs(meta, cases)
 	if err != nil {

@@ -1,8 +1,31 @@
-// Command govgate-bench measures govgate's delivery figures in one run and
-// prints one line per figure, "bench NAME: VALUE". Figures that have a
-// target are ratios against a baseline measured in the same run (a plain
-// Go client posting the same pre-signed bodies to the same receiver), since
-// the machines these run on are small and noisy.
+// Command govgate-bench measures govgate's performance figures and prints
+// one line per figure, "bench NAME: VALUE", and for a figure measured in
+// rounds a line "rounds NAME: …" with every round and their spread. Figures
+// that have a target are mostly ratios against a baseline measured in the
+// same run (a plain Go client posting the same pre-signed bodies to the
+// same receiver, say), since the machines these run on are small and noisy.
+//
+// The bench is a table of parts (parts in parts.go), run in the table's
+// order. Each part has a name, says what it measures, runs either in this
+// process (run) or as a Go benchmark of a package (goBench, through go
+// test), and lists the figures it prints: a figure a part does not list
+// fails the run, so the table is the whole list. -list prints the table;
+// -only part[,part] runs some parts (and the parts they need); -json FILE
+// records the figures; -doc FILE -from RUN.json regenerates the tables of
+// docs/performance.md from the table and recorded runs.
+//
+// Adding a part is one entry in parts. For a Go benchmark:
+//
+//	{name: "decode", what: "decoding a proposal's calldata",
+//		goBench: &goBench{pkg: "./core/internal/decode", bench: "BenchmarkDecode$", benchtime: "1000x"},
+//		figures: []figure{{name: "decode_us_per_action", bench: "BenchmarkDecode", metric: "us_per_action",
+//			target: "≤ 50", what: "decoding one action's calldata"}}},
+//
+// where metric is the unit the benchmark gives b.ReportMetric (or ns/op,
+// allocs/op…). A part measured here gives run instead: a func(*bench) error
+// that calls report or reportMedian once for each figure it lists. Then
+// `go run ./core/cmd/govgate-bench -doc docs/performance.md` adds the new
+// rows to the doc; TestPerformanceDocListsEveryFigure fails until it has.
 package main
 
 import (
@@ -10,7 +33,6 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
-	"github.com/gin-gonic/gin"
 	"io"
 	"log/slog"
 	"net"
@@ -28,6 +50,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -61,7 +84,11 @@ var (
 	memProfile    = flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
 	runProfiles   = flag.String("run-cpuprofiles", "", "write a CPU profile of each measured pipeline run, from its first ingest to its last recorded success, into this directory, named after the run's database")
 	rounds        = flag.Int("rounds", 5, "rounds of each figure measured in rounds; each round measures the baseline and the subject back to back, and the medians are reported")
-	only          = flag.String("only", "", "run only these parts, comma-separated: ceiling, sqlite, postgres, latency, fanout, plugins, otel, ordered, health, delegation, rss, scale")
+	only          = flag.String("only", "", "run only these parts (and the parts they need), comma-separated; -list names them")
+	listParts     = flag.Bool("list", false, "print the table of parts and exit")
+	jsonOut       = flag.String("json", "", "also write the run's figures to this file, as JSON (what -doc reads)")
+	docFile       = flag.String("doc", "", "regenerate the tables of this performance doc (docs/performance.md) from the table of parts and the runs -from names, and exit")
+	docFrom       = flag.String("from", "", "with -doc: runs written by -json, comma-separated, later ones first for the figures they share; a figure none has keeps the doc's value")
 	orderedNotes  = flag.Int("ordered-notifications", 300, "notifications in the ordered part's one-endpoint run")
 
 	delegationEvents = flag.Int("delegations", 1_000_000, "delegation events in the delegation part (even; the figure is 1,000,000, fewer while iterating)")
@@ -70,6 +97,22 @@ var (
 
 func main() {
 	flag.Parse()
+	switch {
+	case *listParts:
+		printParts(os.Stdout, parts)
+		return
+	case *docFile != "":
+		if err := writeDoc(*docFile, splitList(*docFrom)); err != nil {
+			fmt.Fprintln(os.Stderr, "govgate-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	selected, err := selectParts(parts, *only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "govgate-bench:", err)
+		os.Exit(2)
+	}
 	if *memProfile != "" {
 		runtime.MemProfileRate = 4096
 	}
@@ -80,7 +123,15 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	if err := run(context.Background()); err != nil {
+	err = run(context.Background(), selected)
+	// The figures measured so far are recorded even when a later part
+	// failed: a long run's first parts are worth keeping.
+	if *jsonOut != "" {
+		if werr := rec.writeJSON(*jsonOut, os.Args[1:]); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "govgate-bench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -93,264 +144,342 @@ func main() {
 	}
 }
 
-func report(name string, format string, v float64) {
-	fmt.Printf("bench %s: "+format+"\n", name, v)
+// bench is what the parts of one run share.
+type bench struct {
+	ctx context.Context
+	tmp string
+
+	// The loopback receiver and the client that posts to it, started by
+	// the first part that delivers (wire).
+	rcv    *benchReceiver
+	client *http.Client
+
+	pg  *pgtest.Server
+	dbs []string
+
+	// ceilings are the wire ceilings measured right before each delivery
+	// run of the postgres and sqlite parts, each the baseline of its ratio;
+	// the ceiling part reports their median.
+	ceilings []float64
+	// pgRate is the postgres part's median throughput: the latency part
+	// ingests at half of it.
+	pgRate float64
 }
 
-func want(part string) bool {
-	if *only == "" {
-		return true
-	}
-	for _, p := range strings.Split(*only, ",") {
-		if p == part {
-			return true
-		}
-	}
-	return false
-}
-
-func run(ctx context.Context) error {
+func run(ctx context.Context, selected []*part) error {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	tmp, err := os.MkdirTemp("", "govgate-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	b := &bench{ctx: ctx, tmp: tmp}
+	defer b.close()
+	for _, p := range selected {
+		rec.begin(p)
+		if p.goBench != nil {
+			err = runGoBench(ctx, p)
+		} else {
+			err = p.run(b)
+		}
+		if err := rec.end(); err != nil {
+			return err
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+	}
+	return nil
+}
 
-	rcv, err := startReceiver(tmp)
+// wire starts the receiver and the client the delivery parts share.
+func (b *bench) wire() error {
+	if b.rcv != nil {
+		return nil
+	}
+	rcv, err := startReceiver(b.tmp)
 	if err != nil {
 		return err
 	}
-	defer rcv.srv.Close()
 	client, err := ssrf.NewClient(ssrf.ClientOptions{AllowPrivate: true, CAFile: rcv.caFile, Timeout: 10 * time.Second, MaxIdleConnsPerHost: *workers})
 	if err != nil {
+		rcv.srv.Close()
 		return err
 	}
-	var pg *pgtest.Server
-	var dbs []string
-	newDB := func(name string) (string, error) {
-		if pg == nil {
-			if pg, err = pgtest.Start(); err != nil {
-				return "", fmt.Errorf("postgresql (install it, or see README): %w", err)
-			}
-		}
-		// Earlier runs' databases go first, so that autovacuum does not
-		// clean up after them during this one.
-		for _, old := range dbs {
-			if err := pg.DropDatabase(ctx, old); err != nil {
-				return "", err
-			}
-		}
-		dbs = []string{name}
-		return pg.CreateDatabase(ctx, name)
-	}
-	defer func() {
-		if pg != nil {
-			pg.Destroy()
-		}
-	}()
+	b.rcv, b.client = rcv, client
+	return nil
+}
 
+// newDB creates an empty PostgreSQL database (starting the server on first
+// use) and returns its URL.
+func (b *bench) newDB(name string) (string, error) {
+	if b.pg == nil {
+		pg, err := pgtest.Start()
+		if err != nil {
+			return "", fmt.Errorf("postgresql (install it, or see README): %w", err)
+		}
+		b.pg = pg
+	}
+	// Earlier runs' databases go first, so that autovacuum does not clean
+	// up after them during this one.
+	for _, old := range b.dbs {
+		if err := b.pg.DropDatabase(b.ctx, old); err != nil {
+			return "", err
+		}
+	}
+	b.dbs = []string{name}
+	return b.pg.CreateDatabase(b.ctx, name)
+}
+
+func (b *bench) close() {
+	if b.rcv != nil {
+		b.rcv.srv.Close()
+	}
+	if b.pg != nil {
+		b.pg.Destroy()
+	}
+}
+
+// deliveryRounds measures *rounds throughput runs on the databases url
+// gives, each right after a wire ceiling (kept in b.ceilings): the rates and
+// their ratios to their ceilings.
+func (b *bench) deliveryRounds(url func(round int) (string, error)) (rates, ratios []float64, err error) {
+	if err := b.wire(); err != nil {
+		return nil, nil, err
+	}
 	total := *webhooks * *notifications
-	// Each ratio's baseline is the wire ceiling measured right before its
-	// run, so that a noisy neighbour affects both alike. PostgreSQL's rounds
-	// come first, so that none of them follows a SQLite run (whose file
-	// writes the kernel flushes later).
-	var ceilings, sqliteRates, sqliteRatios, pgRates, pgRatios []float64
-	measure := func(url string) (rate, ratio float64, err error) {
-		base, err := wireCeiling(ctx, client, rcv, total)
+	for r := 0; r < *rounds; r++ {
+		u, err := url(r)
 		if err != nil {
-			return 0, 0, err
+			return nil, nil, err
 		}
-		ceilings = append(ceilings, base)
-		if rate, err = throughput(ctx, url, client, rcv, nil); err != nil {
-			return 0, 0, err
-		}
-		return rate, rate / base, nil
-	}
-	for r := 0; r < *rounds && (want("postgres") || want("latency")); r++ {
-		url, err := newDB(fmt.Sprintf("bench_throughput_%d", r))
+		// Each ratio's baseline is the wire ceiling measured right before
+		// its run, so that a noisy neighbour affects both alike.
+		base, err := wireCeiling(b.ctx, b.client, b.rcv, total)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		rate, ratio, err := measure(url)
+		b.ceilings = append(b.ceilings, base)
+		rate, err := throughput(b.ctx, u, b.client, b.rcv, nil)
 		if err != nil {
-			return fmt.Errorf("postgres run: %w", err)
+			return nil, nil, err
 		}
-		pgRates, pgRatios = append(pgRates, rate), append(pgRatios, ratio)
+		rates, ratios = append(rates, rate), append(ratios, rate/base)
 	}
-	for r := 0; r < *rounds && want("sqlite"); r++ {
-		rate, ratio, err := measure("sqlite:" + filepath.Join(tmp, fmt.Sprintf("bench%d.db", r)))
-		if err != nil {
-			return fmt.Errorf("sqlite run: %w", err)
-		}
-		sqliteRates, sqliteRatios = append(sqliteRates, rate), append(sqliteRatios, ratio)
+	return rates, ratios, nil
+}
+
+// measurePostgres is the postgres part. It runs before sqlite, so that
+// none of its rounds follows a SQLite run (whose file writes the kernel
+// flushes later).
+func (b *bench) measurePostgres() error {
+	rates, ratios, err := b.deliveryRounds(func(r int) (string, error) { return b.newDB(fmt.Sprintf("bench_throughput_%d", r)) })
+	if err != nil {
+		return err
 	}
-	for r := 0; r < *rounds && len(ceilings) < *rounds; r++ {
-		c, err := wireCeiling(ctx, client, rcv, total)
-		if err != nil {
-			return err
-		}
-		ceilings = append(ceilings, c)
+	b.pgRate = median(rates)
+	reportMedian("delivery_per_s_postgres", "%.0f", rates)
+	reportMedian("delivery_ratio_postgres", "%.2f", ratios)
+	return nil
+}
+
+func (b *bench) measureSQLite() error {
+	rates, ratios, err := b.deliveryRounds(func(r int) (string, error) {
+		return "sqlite:" + filepath.Join(b.tmp, fmt.Sprintf("bench%d.db", r)), nil
+	})
+	if err != nil {
+		return err
 	}
-	reportMedian("wire_ceiling_per_s", "%.0f", ceilings)
-	if len(sqliteRates) > 0 {
-		reportMedian("delivery_per_s_sqlite", "%.0f", sqliteRates)
-		reportMedian("delivery_ratio_sqlite", "%.2f", sqliteRatios)
+	reportMedian("delivery_per_s_sqlite", "%.0f", rates)
+	reportMedian("delivery_ratio_sqlite", "%.2f", ratios)
+	return nil
+}
+
+// measureCeiling reports the median of the ceilings the delivery parts
+// measured, topped up to -rounds when they measured fewer.
+func (b *bench) measureCeiling() error {
+	if err := b.wire(); err != nil {
+		return err
 	}
-	pgRate := 0.0
-	if len(pgRates) > 0 {
-		pgRate = median(pgRates)
-		reportMedian("delivery_per_s_postgres", "%.0f", pgRates)
-		reportMedian("delivery_ratio_postgres", "%.2f", pgRatios)
-	}
-	if want("latency") {
-		var p50s, p99s []float64
-		for r := 0; r < *rounds; r++ {
-			url, err := newDB(fmt.Sprintf("bench_latency_%d", r))
-			if err != nil {
-				return err
-			}
-			p50, p99, err := latency(ctx, url, client, rcv, pgRate/2)
-			if err != nil {
-				return fmt.Errorf("latency run: %w", err)
-			}
-			p50s, p99s = append(p50s, p50), append(p99s, p99)
-		}
-		reportMedian("latency_p50_ms", "%.1f", p50s)
-		reportMedian("latency_p99_ms", "%.1f", p99s)
-	}
-	if want("fanout") {
-		url, err := newDB("bench_fanout")
+	for len(b.ceilings) < *rounds {
+		c, err := wireCeiling(b.ctx, b.client, b.rcv, *webhooks**notifications)
 		if err != nil {
 			return err
 		}
-		took, err := fanOut(ctx, url, *fanout)
+		b.ceilings = append(b.ceilings, c)
+	}
+	reportMedian("wire_ceiling_per_s", "%.0f", b.ceilings)
+	return nil
+}
+
+func (b *bench) measureLatency() error {
+	if err := b.wire(); err != nil {
+		return err
+	}
+	var p50s, p99s []float64
+	for r := 0; r < *rounds; r++ {
+		url, err := b.newDB(fmt.Sprintf("bench_latency_%d", r))
 		if err != nil {
-			return fmt.Errorf("fan-out run: %w", err)
+			return err
 		}
-		report("fanout_100k_s", "%.3f", took)
-		took, err = fanOut(ctx, "sqlite:"+filepath.Join(tmp, "fanout.db"), *fanout)
+		p50, p99, err := latency(b.ctx, url, b.client, b.rcv, b.pgRate/2)
 		if err != nil {
-			return fmt.Errorf("fan-out run (sqlite): %w", err)
+			return err
 		}
-		report("fanout_100k_s_sqlite", "%.3f", took)
+		p50s, p99s = append(p50s, p50), append(p99s, p99)
 	}
-	if want("plugins") {
-		// The same PostgreSQL run with a global chain of a filter and a
-		// transform, against a plain run made right before it.
-		plugins, err := pluginChain(ctx, tmp)
+	reportMedian("latency_p50_ms", "%.1f", p50s)
+	reportMedian("latency_p99_ms", "%.1f", p99s)
+	return nil
+}
+
+func (b *bench) measureFanout() error {
+	url, err := b.newDB("bench_fanout")
+	if err != nil {
+		return err
+	}
+	took, err := fanOut(b.ctx, url, *fanout)
+	if err != nil {
+		return err
+	}
+	report("fanout_100k_s", "%.3f", took)
+	took, err = fanOut(b.ctx, "sqlite:"+filepath.Join(b.tmp, "fanout.db"), *fanout)
+	if err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	report("fanout_100k_s_sqlite", "%.3f", took)
+	return nil
+}
+
+// measurePlugins is the same PostgreSQL run with a global chain of a filter
+// and a transform, against a plain run made right before it.
+func (b *bench) measurePlugins() error {
+	if err := b.wire(); err != nil {
+		return err
+	}
+	plugins, err := pluginChain(b.ctx, b.tmp)
+	if err != nil {
+		return err
+	}
+	var plains, chains, ratios []float64
+	for r := 0; r < *rounds; r++ {
+		plainURL, err := b.newDB(fmt.Sprintf("bench_plain_%d", r))
 		if err != nil {
-			return fmt.Errorf("plugins: %w", err)
+			return err
 		}
-		var plains, chains, ratios []float64
-		for r := 0; r < *rounds; r++ {
-			plainURL, err := newDB(fmt.Sprintf("bench_plain_%d", r))
-			if err != nil {
-				return err
-			}
-			plain, err := throughput(ctx, plainURL, client, rcv, nil)
-			if err != nil {
-				return err
-			}
-			chainURL, err := newDB(fmt.Sprintf("bench_chain_%d", r))
-			if err != nil {
-				return err
-			}
-			withChain, err := throughput(ctx, chainURL, client, rcv, plugins)
-			if err != nil {
-				return fmt.Errorf("plugin chain run: %w", err)
-			}
-			plains, chains, ratios = append(plains, plain), append(chains, withChain), append(ratios, withChain/plain)
-		}
-		reportMedian("delivery_per_s_postgres_plain", "%.0f", plains)
-		reportMedian("delivery_per_s_postgres_plugins", "%.0f", chains)
-		reportMedian("plugin_chain_ratio", "%.2f", ratios)
-	}
-	if want("otel") {
-		// The same PostgreSQL run with tracing on, every notification
-		// sampled, spans batched and exported over OTLP/HTTP to a loopback
-		// collector, against a run with tracing off made right before it.
-		var offs, ons, ratios, spans []float64
-		for r := 0; r < *rounds; r++ {
-			offURL, err := newDB(fmt.Sprintf("bench_otel_off_%d", r))
-			if err != nil {
-				return err
-			}
-			off, err := throughput(ctx, offURL, client, rcv, nil)
-			if err != nil {
-				return err
-			}
-			onURL, err := newDB(fmt.Sprintf("bench_otel_on_%d", r))
-			if err != nil {
-				return err
-			}
-			on, exported, err := tracedThroughput(ctx, onURL, client, rcv)
-			if err != nil {
-				return fmt.Errorf("traced run: %w", err)
-			}
-			offs, ons, ratios, spans = append(offs, off), append(ons, on), append(ratios, on/off), append(spans, float64(exported))
-		}
-		reportMedian("delivery_per_s_postgres_otel_off", "%.0f", offs)
-		reportMedian("delivery_per_s_postgres_otel_on", "%.0f", ons)
-		reportMedian("otel_spans_exported", "%.0f", spans)
-		reportMedian("otel_ratio", "%.2f", ratios)
-	}
-	if want("ordered") {
-		if err := orderedBench(ctx, newDB, client, rcv); err != nil {
-			return fmt.Errorf("ordered: %w", err)
-		}
-	}
-	if want("health") {
-		if _, err := healthRatio(ctx, tmp); err != nil {
-			return fmt.Errorf("health: %w", err)
-		}
-	}
-	if want("delegation") {
-		var targets []delegationTarget
-		for _, name := range strings.Split(*delegationStores, ",") {
-			switch name {
-			case "sqlite":
-				sqlitePath := filepath.Join(tmp, "delegation.db")
-				targets = append(targets, delegationTarget{name: "sqlite", url: "sqlite:" + sqlitePath, size: func(*store.Store) (int64, error) {
-					return dbSize(sqlitePath), nil
-				}})
-			case "postgres":
-				pgURL, err := newDB("bench_delegation")
-				if err != nil {
-					return err
-				}
-				targets = append(targets, delegationTarget{name: "postgres", url: pgURL, size: func(st *store.Store) (int64, error) {
-					return st.TableBytes(ctx, "token_events", "delegates", "delegations", "delegated_powers")
-				}})
-			default:
-				return fmt.Errorf("-delegation-stores: unknown store %q", name)
-			}
-		}
-		res, err := delegationBench(ctx, targets)
+		plain, err := throughput(b.ctx, plainURL, b.client, b.rcv, nil)
 		if err != nil {
-			return fmt.Errorf("delegation: %w", err)
+			return err
 		}
-		for i, t := range targets {
-			suffix := "_sqlite"
-			if t.name == "postgres" {
-				suffix = "" // the figure of record
+		chainURL, err := b.newDB(fmt.Sprintf("bench_chain_%d", r))
+		if err != nil {
+			return err
+		}
+		withChain, err := throughput(b.ctx, chainURL, b.client, b.rcv, plugins)
+		if err != nil {
+			return fmt.Errorf("plugin chain run: %w", err)
+		}
+		plains, chains, ratios = append(plains, plain), append(chains, withChain), append(ratios, withChain/plain)
+	}
+	reportMedian("delivery_per_s_postgres_plain", "%.0f", plains)
+	reportMedian("delivery_per_s_postgres_plugins", "%.0f", chains)
+	reportMedian("plugin_chain_ratio", "%.2f", ratios)
+	return nil
+}
+
+// measureOtel is the same PostgreSQL run with tracing on, every
+// notification sampled, spans batched and exported over OTLP/HTTP to a
+// loopback collector, against a run with tracing off made right before it.
+func (b *bench) measureOtel() error {
+	if err := b.wire(); err != nil {
+		return err
+	}
+	var offs, ons, ratios, spans []float64
+	for r := 0; r < *rounds; r++ {
+		offURL, err := b.newDB(fmt.Sprintf("bench_otel_off_%d", r))
+		if err != nil {
+			return err
+		}
+		off, err := throughput(b.ctx, offURL, b.client, b.rcv, nil)
+		if err != nil {
+			return err
+		}
+		onURL, err := b.newDB(fmt.Sprintf("bench_otel_on_%d", r))
+		if err != nil {
+			return err
+		}
+		on, exported, err := tracedThroughput(b.ctx, onURL, b.client, b.rcv)
+		if err != nil {
+			return fmt.Errorf("traced run: %w", err)
+		}
+		offs, ons, ratios, spans = append(offs, off), append(ons, on), append(ratios, on/off), append(spans, float64(exported))
+	}
+	reportMedian("delivery_per_s_postgres_otel_off", "%.0f", offs)
+	reportMedian("delivery_per_s_postgres_otel_on", "%.0f", ons)
+	reportMedian("otel_spans_exported", "%.0f", spans)
+	reportMedian("otel_ratio", "%.2f", ratios)
+	return nil
+}
+
+func (b *bench) measureOrdered() error {
+	if err := b.wire(); err != nil {
+		return err
+	}
+	return orderedBench(b.ctx, b.newDB, b.client, b.rcv)
+}
+
+func (b *bench) measureHealth() error {
+	_, err := healthRatio(b.ctx, b.tmp)
+	return err
+}
+
+func (b *bench) measureDelegation() error {
+	var targets []delegationTarget
+	for _, name := range strings.Split(*delegationStores, ",") {
+		switch name {
+		case "sqlite":
+			sqlitePath := filepath.Join(b.tmp, "delegation.db")
+			targets = append(targets, delegationTarget{name: "sqlite", url: "sqlite:" + sqlitePath, size: func(*store.Store) (int64, error) {
+				return dbSize(sqlitePath), nil
+			}})
+		case "postgres":
+			pgURL, err := b.newDB("bench_delegation")
+			if err != nil {
+				return err
 			}
-			report("delegation_getlogs_events_per_s"+suffix, "%.0f", res.getLogsPerS[i])
-			report("delegation_events_per_s"+suffix, "%.0f", res.perS[i])
-			report("delegation_ratio"+suffix, "%.2f", res.perS[i]/res.getLogsPerS[i])
-			report("delegation_bytes_per_event"+suffix, "%.0f", res.bytes[i])
+			targets = append(targets, delegationTarget{name: "postgres", url: pgURL, size: func(st *store.Store) (int64, error) {
+				return st.TableBytes(b.ctx, "token_events", "delegates", "delegations", "delegated_powers")
+			}})
+		default:
+			return fmt.Errorf("-delegation-stores: unknown store %q", name)
 		}
 	}
-	if want("rss") {
-		if err := rssBench(ctx, tmp, newDB); err != nil {
-			return fmt.Errorf("rss: %w", err)
-		}
+	res, err := delegationBench(b.ctx, targets)
+	if err != nil {
+		return err
 	}
-	if want("scale") {
-		if err := scaleBench(ctx, tmp); err != nil {
-			return fmt.Errorf("scale: %w", err)
+	for i, t := range targets {
+		suffix := "_sqlite"
+		if t.name == "postgres" {
+			suffix = "" // the figure of record
 		}
+		report("delegation_getlogs_events_per_s"+suffix, "%.0f", res.getLogsPerS[i])
+		report("delegation_events_per_s"+suffix, "%.0f", res.perS[i])
+		report("delegation_ratio"+suffix, "%.2f", res.perS[i]/res.getLogsPerS[i])
+		report("delegation_bytes_per_event"+suffix, "%.0f", res.bytes[i])
 	}
+	return nil
+}
+
+func (b *bench) measureScale() error {
+	return scaleBench(b.ctx, b.tmp)
+}
+
+func (b *bench) measureRSS() error {
+	return rssBench(b.ctx, b.tmp, b.newDB)
+}
+
+func (b *bench) measurePeakRSS() error {
 	report("peak_rss_mb", "%.0f", peakRSSMB())
 	return nil
 }
@@ -729,8 +858,17 @@ func pluginChain(ctx context.Context, tmp string) (withPlugins, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		closeHost := func() { host.Close(context.Background()) }
 		mgr := pluginmgr.New(host, st, "", slog.Default())
+		// As govgate serve does: the manager's Run prepares each
+		// notification's global outcome ahead of the workers.
+		mctx, stop := context.WithCancel(ctx)
+		running := make(chan struct{})
+		go func() { defer close(running); mgr.Run(mctx, 2*time.Second) }()
+		closeHost := func() {
+			stop()
+			<-running
+			host.Close(context.Background())
+		}
 		for _, b := range wasm {
 			if _, err := mgr.Upload(ctx, b); err != nil {
 				closeHost()
@@ -959,17 +1097,6 @@ func selfCPU() float64 {
 	ut, _ := strconv.ParseFloat(f[13], 64)
 	st, _ := strconv.ParseFloat(f[14], 64)
 	return (ut + st) / 100
-}
-
-// reportMedian reports the median of a figure's rounds, and on a line of
-// its own ("rounds NAME: …") every round and their spread.
-func reportMedian(name, format string, rounds []float64) {
-	report(name, format, median(rounds))
-	each := make([]string, len(rounds))
-	for i, v := range rounds {
-		each[i] = fmt.Sprintf(format, v)
-	}
-	fmt.Printf("rounds %s: %s (spread "+format+"-"+format+")\n", name, strings.Join(each, " "), slices.Min(rounds), slices.Max(rounds))
 }
 
 func median(v []float64) float64 {

@@ -20,6 +20,7 @@ import (
 	"github.com/govgate/govgate/core/internal/httpapi"
 	"github.com/govgate/govgate/core/internal/indexer"
 	"github.com/govgate/govgate/core/internal/store"
+	"github.com/govgate/govgate/core/internal/supervisor"
 )
 
 // chainService wires the chain gateways, the indexers, the DAO catalog and
@@ -43,7 +44,10 @@ type chainService struct {
 // probeTimeout bounds checking one DAO against its chain.
 const probeTimeout = 30 * time.Second
 
-func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *store.Store, producer *wakingStore, reg *prometheus.Registry, runBG func(string, func(context.Context) error)) (*chainService, error) {
+// startChains starts, under the supervisor, an indexer per chain, the
+// catalog's follower and the health monitor; the gateways close after the
+// indexers stop. ctx bounds the start's own calls.
+func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *store.Store, producer *wakingStore, reg *prometheus.Registry, sup *supervisor.Supervisor) (*chainService, error) {
 	s := &chainService{st: st, catalog: core.NewLiveDAOs(nil), log: log, gateways: map[uint64]*chain.Gateway{}, runners: map[uint64]*indexer.Runner{}}
 	gwMetrics, ixMetrics := chain.NewMetrics(), indexer.NewMetrics()
 	reg.MustRegister(gwMetrics.Collectors()...)
@@ -61,6 +65,12 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 		s.gateways[ch.ID] = gw
 		reg.MustRegister(gw.Collector())
 	}
+	sup.OnStop("chain gateways", func(context.Context) error {
+		for _, gw := range s.gateways {
+			gw.Close()
+		}
+		return nil
+	})
 	// The runners start with the file's DAOs, which they check against
 	// their chains before the store takes them; then with the store's.
 	var locker indexer.Locker = storeLocker{st}
@@ -87,13 +97,19 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 		return nil, err
 	}
 	for id, r := range s.runners {
-		runBG(fmt.Sprintf("indexer of chain %d", id), r.Run)
+		sup.Go(fmt.Sprintf("indexer of chain %d", id), r.Run, nil)
 	}
 	for _, d := range s.catalog.DAOs() {
 		if _, ok := s.gateways[d.ChainID]; !ok {
 			log.Warn("no chain configured for a DAO: it is listed but not indexed, and its health fails", "dao", d.Slug, "chain_id", d.ChainID)
 		}
 	}
+	// Every process follows the catalog: a DAO another process added is
+	// served here within a LockRetry, and indexed by whichever leads.
+	sup.Go("DAO catalog", func(ctx context.Context) error {
+		s.follow(ctx, cfg.Indexer.LockRetry)
+		return nil
+	}, nil)
 	mon, err := health.NewMonitor(s.catalog, health.Sources{
 		PingDB: st.Ping,
 		Upstreams: func(chainID uint64) []health.Upstream {
@@ -115,7 +131,7 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 			}
 			if r := s.runners[d.ChainID]; r != nil {
 				if st, ok := r.Status(dao); ok {
-					return health.IndexerStatus(st), true
+					return st, true
 				}
 			}
 			return health.IndexerStatus{}, false
@@ -126,16 +142,10 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 	}
 	s.monitor = mon
 	mon.Refresh()
-	// Every process follows the catalog: a DAO another process added is
-	// served here within a LockRetry, and indexed by whichever leads.
-	go s.follow(ctx, cfg.Indexer.LockRetry)
-	go mon.Run(ctx)
-	go func() {
-		<-ctx.Done()
-		for _, gw := range s.gateways {
-			gw.Close()
-		}
-	}()
+	sup.Go("health monitor", func(ctx context.Context) error {
+		mon.Run(ctx)
+		return nil
+	}, nil)
 	return s, nil
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/govgate/govgate/core/internal/indexer"
 	"github.com/govgate/govgate/core/internal/signing"
 	"github.com/govgate/govgate/core/internal/store"
+	"github.com/govgate/govgate/core/internal/supervisor"
 	"github.com/govgate/govgate/sdk/receiver"
 )
 
@@ -43,11 +44,15 @@ type devEnv struct {
 	log    *slog.Logger
 }
 
-func startDevChain(ctx context.Context, cfg *config.Config, log *slog.Logger) (*devEnv, error) {
+// startDevChain starts the dev chain, its scripted activity and the demo
+// receiver under the supervisor, which stops them after everything that
+// uses them.
+func startDevChain(ctx context.Context, cfg *config.Config, log *slog.Logger, sup *supervisor.Supervisor) (*devEnv, error) {
 	c, err := devchain.Start(ctx, devchain.Options{BlockTime: time.Second, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("dev chain: %w", err)
 	}
+	sup.OnStop("dev chain", func(context.Context) error { return c.Close() })
 	d := &devEnv{chain: c, log: log}
 	cc := c.ChainConfig()
 	cfg.Chains = []chain.ChainConfig{cc.WithDefaults()}
@@ -57,13 +62,13 @@ func startDevChain(ctx context.Context, cfg *config.Config, log *slog.Logger) (*
 		cfg.Indexer.EndingSoon = []time.Duration{2 * time.Minute, 30 * time.Second}
 	}
 	log.Info("dev chain running", "rpc", c.RPCURL(), "chain_id", c.ChainID(), "daos", len(cfg.DAOs))
-	go func() {
+	sup.Go("dev chain activity", func(ctx context.Context) error {
 		// A failed scene is logged and the script starts again: dev mode
 		// should keep producing governance activity for as long as it runs.
 		for ctx.Err() == nil {
 			err := c.RunActivity(ctx, 5*time.Second)
 			if err == nil || errors.Is(err, context.Canceled) || ctx.Err() != nil {
-				return
+				return nil
 			}
 			log.Warn("dev chain scene failed; continuing", "err", err)
 			select {
@@ -71,7 +76,8 @@ func startDevChain(ctx context.Context, cfg *config.Config, log *slog.Logger) (*
 			case <-time.After(2 * time.Second):
 			}
 		}
-	}()
+		return nil
+	}, nil)
 
 	// The demo receiver has its own certificate; the delivery client trusts it.
 	cert, caPEM, err := testcert.New()
@@ -116,8 +122,12 @@ func startDevChain(ctx context.Context, cfg *config.Config, log *slog.Logger) (*
 	d.url = "https://" + l.Addr().String() + "/govgate"
 	d.srv = &http.Server{Handler: http.HandlerFunc(d.receive), TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}},
 		ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
-	go d.srv.ServeTLS(l, "", "")
-	go func() { <-ctx.Done(); d.close() }()
+	sup.Go("dev receiver", func(context.Context) error {
+		if err := d.srv.ServeTLS(l, "", ""); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}, shutdownServer(d.srv))
 	return d, nil
 }
 
@@ -167,11 +177,4 @@ func excerpt(b []byte, n int) string {
 		return s[:n] + "…"
 	}
 	return s
-}
-
-func (d *devEnv) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	d.srv.Shutdown(ctx)
-	d.chain.Close()
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/govgate/govgate/core/internal/config"
 	"github.com/govgate/govgate/core/internal/store"
+	"github.com/govgate/govgate/core/internal/supervisor"
 )
 
 // Production builds (`go tool task build`, the container image) use the
@@ -21,10 +22,8 @@ var errNoDevChain = errors.New("govgate dev is not in this build (built with -ta
 
 type devEnv struct{}
 
-func startDevChain(context.Context, *config.Config, *slog.Logger) (*devEnv, error) {
+func startDevChain(context.Context, *config.Config, *slog.Logger, *supervisor.Supervisor) (*devEnv, error) {
 	return nil, errNoDevChain
 }
 
 func (*devEnv) register(context.Context, *store.Store) error { return errNoDevChain }
-
-func (*devEnv) close() {}

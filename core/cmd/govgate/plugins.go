@@ -16,6 +16,7 @@ import (
 	"github.com/govgate/govgate/core/internal/plugindelivery"
 	"github.com/govgate/govgate/core/internal/pluginmgr"
 	"github.com/govgate/govgate/core/internal/store"
+	"github.com/govgate/govgate/core/internal/supervisor"
 	"github.com/govgate/govgate/core/internal/wasmhost"
 )
 
@@ -28,7 +29,9 @@ type pluginService struct {
 	log  *slog.Logger
 }
 
-func startPlugins(ctx context.Context, cfg config.Config, log *slog.Logger, st *store.Store) (*pluginService, error) {
+// startPlugins loads the plugins into a WebAssembly host; the supervisor
+// closes the host and runs the manager's hot reload and preparations.
+func startPlugins(ctx context.Context, cfg config.Config, log *slog.Logger, st *store.Store, sup *supervisor.Supervisor) (*pluginService, error) {
 	cacheDir := cfg.Plugins.CacheDir
 	if cacheDir == "" {
 		if path, ok := strings.CutPrefix(cfg.DatabaseURL, "sqlite:"); ok && path != ":memory:" {
@@ -39,12 +42,15 @@ func startPlugins(ctx context.Context, cfg config.Config, log *slog.Logger, st *
 	if err != nil {
 		return nil, err
 	}
+	sup.OnStop("plugin host", host.Close)
 	mgr := pluginmgr.New(host, st, cfg.Plugins.Dir, log)
 	if err := mgr.Sync(ctx); err != nil {
-		host.Close(context.Background())
 		return nil, err
 	}
-	go mgr.Run(ctx, 2*time.Second)
+	sup.Go("plugin manager", func(ctx context.Context) error {
+		mgr.Run(ctx, 2*time.Second)
+		return nil
+	}, nil)
 	return &pluginService{host: host, mgr: mgr, st: st, log: log}, nil
 }
 
@@ -55,8 +61,6 @@ func (p *pluginService) AdminRoutes() []func(*gin.RouterGroup) {
 	exists := func(ctx context.Context, id int64) error { _, err := p.st.Webhook(ctx, id); return err }
 	return []func(*gin.RouterGroup){httpapi.PluginRoutes(p.mgr, exists, p.log)}
 }
-
-func (p *pluginService) Close(ctx context.Context) error { return p.host.Close(ctx) }
 
 func pluginCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return wasmhost.RunCLI(ctx, args, stdout, stderr)

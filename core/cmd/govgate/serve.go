@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +27,7 @@ import (
 	"github.com/govgate/govgate/core/internal/signing"
 	"github.com/govgate/govgate/core/internal/ssrf"
 	"github.com/govgate/govgate/core/internal/store"
+	"github.com/govgate/govgate/core/internal/supervisor"
 	"github.com/govgate/govgate/core/internal/tracing"
 	"github.com/govgate/govgate/core/internal/webui"
 )
@@ -59,7 +59,10 @@ func keys(m map[string]bool) []string {
 }
 
 // serve runs govgate until ctx ends. With dev it first starts an in-process
-// chain and points the configuration at it.
+// chain and points the configuration at it. Every part runs under one
+// supervisor, which stops them in the reverse of the order they started
+// (listeners, indexers, the dispatcher, plugins, the store) within
+// shutdown_timeout, whatever the database's state.
 func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error {
 	name := "serve"
 	if dev {
@@ -86,15 +89,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 	if len(only) == 0 {
 		only = onlyFlag{"api": true, "webhooks": true, "admin": true}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	sup := supervisor.New(ctx, log)
+	// A start that fails part way stops what it had started.
+	defer sup.Stop(cfg.ShutdownTimeout)
 
 	var devEnvironment *devEnv
 	if dev {
-		if devEnvironment, err = startDevChain(ctx, &cfg, log); err != nil {
+		if devEnvironment, err = startDevChain(ctx, &cfg, log, sup); err != nil {
 			return err
 		}
-		defer devEnvironment.close()
 	}
 
 	box, err := secretBox(cfg, log)
@@ -107,15 +110,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 		if err != nil {
 			return err
 		}
-		defer func() {
-			// Flush what is queued; a kill loses it, not the trace: the
-			// traceparent is stored, and later attempts join it.
-			flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := tr.Shutdown(flushCtx); err != nil {
-				log.Warn("tracing: flush spans at shutdown", "err", err)
-			}
-		}()
+		// Flush what is queued, last; a kill loses it, not the trace: the
+		// traceparent is stored, and later attempts join it.
+		sup.OnStop("tracing", tr.Shutdown)
 		storeOpts.Tracer, tracer = tr, tr.Tracer()
 		log.Info("tracing on: OTLP/HTTP", "endpoint", tracing.EndpointForLog(cfg.Tracing.Endpoint), "traceparent_header", cfg.Tracing.TraceparentHeader)
 	}
@@ -123,7 +120,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	sup.OnStop("store", func(context.Context) error { return st.Close() })
 	log.Info("store ready", "dialect", string(st.Dialect()))
 	if devEnvironment != nil {
 		if err := devEnvironment.register(ctx, st); err != nil {
@@ -134,21 +131,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	var (
-		wg      sync.WaitGroup
-		errs    = make(chan error, 8)
-		servers []*http.Server
-	)
-	runBG := func(name string, fn func(ctx context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				errs <- fmt.Errorf("%s: %w", name, err)
-			}
-		}()
-	}
-
 	// The dispatcher runs wherever the webhook service runs: a deployment
 	// that splits listeners still delivers from the same queue, and several
 	// processes share the queue safely.
@@ -156,11 +138,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 		wake    func()
 		handoff store.Handoff
 	)
-	plugins, err := startPlugins(ctx, cfg, log, st)
+	plugins, err := startPlugins(ctx, cfg, log, st, sup)
 	if err != nil {
 		return err
 	}
-	defer plugins.Close(context.Background())
 	if only["webhooks"] {
 		client, err := ssrf.NewClient(ssrf.ClientOptions{AllowPrivate: cfg.Delivery.AllowPrivate, CAFile: cfg.Delivery.CAFile, Timeout: cfg.Delivery.Timeout, MaxIdleConnsPerHost: cfg.Delivery.PerWebhookConcurrency})
 		if err != nil {
@@ -180,15 +161,20 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 			return err
 		}
 		wake, handoff = d.Wake, d
-		runBG("dispatcher", d.Run)
-		go metrics.RefreshQueueGauges(ctx, st, 5*time.Second, log)
+		// Stopping, it drains: attempts under way end and are recorded, until
+		// the shutdown's deadline.
+		sup.Go("dispatcher", d.Run, d.Shutdown)
+		sup.Go("queue gauges", func(ctx context.Context) error {
+			metrics.RefreshQueueGauges(ctx, st, 5*time.Second, log)
+			return nil
+		}, nil)
 		if cfg.Delivery.AllowPrivate {
 			log.Warn("GOVGATE_DELIVERY_ALLOW_PRIVATE=true: webhooks may target loopback and private addresses; use only for local development and tests")
 		}
 	}
 	producer := &wakingStore{Store: st, wake: wake, handoff: handoff}
 
-	chainSvc, err := startChains(ctx, cfg, log, st, producer, reg, runBG)
+	chainSvc, err := startChains(ctx, cfg, log, st, producer, reg, sup)
 	if err != nil {
 		return err
 	}
@@ -199,15 +185,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 			return fmt.Errorf("%s listener: %w", name, err)
 		}
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-		servers = append(servers, srv)
 		log.Info("listening", "listener", name, "addr", "http://"+l.Addr().String())
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errs <- fmt.Errorf("%s listener: %w", name, err)
+		sup.Go(name+" listener", func(context.Context) error {
+			if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+				return err
 			}
-		}()
+			return nil
+		}, shutdownServer(srv))
 		return nil
 	}
 	if only["api"] {
@@ -235,23 +219,19 @@ func serve(ctx context.Context, args []string, stderr io.Writer, dev bool) error
 		}
 	}
 	log.Info("govgate started", "version", version, "daos", len(chainSvc.DAOs().DAOs()), "listeners", only.String())
+	return sup.Wait(ctx, cfg.ShutdownTimeout)
+}
 
-	var runErr error
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-	case runErr = <-errs:
-		log.Error("stopping after a failure", "err", runErr)
+// shutdownServer is a listener's stop: it stops accepting and waits for the
+// requests under way until ctx ends, then closes their connections.
+func shutdownServer(srv *http.Server) func(context.Context) error {
+	return func(ctx context.Context) error {
+		err := srv.Shutdown(ctx)
+		if err != nil {
+			err = errors.Join(err, srv.Close())
+		}
+		return err
 	}
-	shutdownCtx, done := context.WithTimeout(context.Background(), 30*time.Second)
-	defer done()
-	for _, srv := range servers {
-		srv.Shutdown(shutdownCtx)
-	}
-	cancel()
-	wg.Wait()
-	log.Info("stopped")
-	return runErr
 }
 
 // wakingStore hands a new notification's deliveries to the local dispatcher

@@ -41,6 +41,12 @@ type Config struct {
 	// LogLevel is debug, info, warn or error.
 	LogLevel  string `yaml:"log_level" env:"GOVGATE_LOG_LEVEL"`
 	LogFormat string `yaml:"log_format" env:"GOVGATE_LOG_FORMAT"` // text or json
+	// ShutdownTimeout bounds how long govgate takes to stop after SIGTERM or
+	// SIGINT, whatever the database's state: listeners drain, attempts under
+	// way finish and their results are recorded until then; what cannot be
+	// recorded by then is left to its lease (and the log says how many).
+	// Keep it under the orchestrator's grace period (Kubernetes: 30 s).
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout" env:"GOVGATE_SHUTDOWN_TIMEOUT"`
 
 	// Registration limits POST /webhooks per client IP.
 	Registration Registration `yaml:"registration"`
@@ -176,13 +182,16 @@ type Plugins struct {
 // Default returns the configuration used when a setting is absent.
 func Default() Config {
 	return Config{
-		DatabaseURL:  "sqlite:data/govgate.db",
-		API:          Listener{Addr: "127.0.0.1:8080"},
-		Webhooks:     Listener{Addr: "127.0.0.1:8081"},
-		Admin:        Admin{Addr: "127.0.0.1:8082"},
-		LogLevel:     "info",
-		LogFormat:    "text",
-		Registration: Registration{RatePerMinute: 60, Burst: 20},
+		DatabaseURL: "sqlite:data/govgate.db",
+		API:         Listener{Addr: "127.0.0.1:8080"},
+		Webhooks:    Listener{Addr: "127.0.0.1:8081"},
+		Admin:       Admin{Addr: "127.0.0.1:8082"},
+		LogLevel:    "info",
+		LogFormat:   "text",
+		// Enough for the attempts under way to end (delivery.timeout, 10 s)
+		// and be recorded, within Kubernetes's default 30 s grace period.
+		ShutdownTimeout: 25 * time.Second,
+		Registration:    Registration{RatePerMinute: 60, Burst: 20},
 		Delivery: Delivery{
 			Timeout:               10 * time.Second,
 			Workers:               64,
@@ -248,6 +257,7 @@ const (
 	EnvAdminSecureCookies = "GOVGATE_ADMIN_SECURE_COOKIES"
 	EnvLogLevel           = "GOVGATE_LOG_LEVEL"
 	EnvLogFormat          = "GOVGATE_LOG_FORMAT"
+	EnvShutdownTimeout    = "GOVGATE_SHUTDOWN_TIMEOUT"
 	EnvPluginsDir         = "GOVGATE_PLUGINS_DIR"
 	EnvRegistrationPerMin = "GOVGATE_REGISTRATION_RATE_PER_MINUTE"
 	EnvTracingHeader      = "GOVGATE_TRACING_TRACEPARENT_HEADER"
@@ -379,6 +389,9 @@ func (c *Config) Validate() error {
 	default:
 		return bad("log_format", "want text or json, got %q", c.LogFormat)
 	}
+	if c.ShutdownTimeout <= 0 {
+		return bad("shutdown_timeout", "must be positive")
+	}
 	if c.Registration.RatePerMinute <= 0 || c.Registration.Burst <= 0 {
 		return bad("registration", "rate_per_minute and burst must be positive")
 	}
@@ -458,18 +471,6 @@ func (c *Config) Validate() error {
 		slugs[dao.Slug] = true
 	}
 	return nil
-}
-
-func isHexAddress(s string) bool {
-	if len(s) != 42 || (s[:2] != "0x" && s[:2] != "0X") {
-		return false
-	}
-	for _, r := range s[2:] {
-		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
-			return false
-		}
-	}
-	return true
 }
 
 // redactURL hides credentials in a database URL before it reaches an error.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/govgate/govgate/core/internal/config"
 )
@@ -33,13 +34,14 @@ func TestEnvironmentOverrides(t *testing.T) {
 		"GOVGATE_DATABASE_URL": "postgres://u:p@db/govgate", "GOVGATE_API_ADDR": "0.0.0.0:9000",
 		"GOVGATE_WEBHOOKS_ADDR": "0.0.0.0:9001", "GOVGATE_ADMIN_ADDR": "0.0.0.0:9002", "GOVGATE_ADMIN_TOKEN": "t",
 		"GOVGATE_DELIVERY_ALLOW_PRIVATE": "true", "GOVGATE_DELIVERY_SCHEDULE": "1s, 2s", "GOVGATE_ADMIN_SECURE_COOKIES": "1",
+		"GOVGATE_SHUTDOWN_TIMEOUT": "7s",
 	}
 	cfg, err := config.Load("", false, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.DatabaseURL != env["GOVGATE_DATABASE_URL"] || cfg.API.Addr != "0.0.0.0:9000" || cfg.Webhooks.Addr != "0.0.0.0:9001" ||
-		cfg.Admin.Addr != "0.0.0.0:9002" || cfg.Admin.Token != "t" || !cfg.Delivery.AllowPrivate || len(cfg.Delivery.Schedule) != 2 || !cfg.Admin.SecureCookies {
+		cfg.Admin.Addr != "0.0.0.0:9002" || cfg.Admin.Token != "t" || !cfg.Delivery.AllowPrivate || len(cfg.Delivery.Schedule) != 2 || !cfg.Admin.SecureCookies || cfg.ShutdownTimeout != 7*time.Second {
 		t.Fatalf("overrides not applied: %+v", cfg)
 	}
 }
@@ -59,6 +61,8 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"unknown field", "delivery: {timeuot: 1s}", "", "timeuot"},
 		{"chain without rpc", "chains: [{id: 1, name: x}]", "", "chains[0]"},
 		{"jitter", "delivery: {jitter: 2}", "", "delivery.jitter"},
+		{"shutdown timeout", "shutdown_timeout: 0s", "", "shutdown_timeout"},
+		{"shutdown timeout variable", "", "GOVGATE_SHUTDOWN_TIMEOUT=soon", "GOVGATE_SHUTDOWN_TIMEOUT"},
 		{"plugin memory reserve over the limit", "plugins: {memory_limit_mb: 8, memory_reserve_mb: 12}", "", "plugins.memory_reserve_mb"},
 		{"tracing without endpoint", "tracing: {enabled: true}", "", "tracing.endpoint"},
 		{"tracing ratio", "tracing: {enabled: true, endpoint: 'http://127.0.0.1:4318', sample_ratio: 2}", "", "tracing.sample_ratio"},

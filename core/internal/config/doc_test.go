@@ -109,6 +109,10 @@ func collect(t *testing.T, c comments, v reflect.Value, prefix string) []row {
 }
 
 func collectField(t *testing.T, c comments, parent reflect.Type, sf reflect.StructField, f reflect.Value, prefix string) []row {
+	if _, opts, _ := strings.Cut(sf.Tag.Get("yaml"), ","); opts == "inline" {
+		// An inlined struct's keys sit beside its parent's.
+		return collect(t, c, f, prefix)
+	}
 	key := prefix + yamlKey(sf)
 	env := sf.Tag.Get("env")
 	if f.Kind() == reflect.Struct && f.Type() != reflect.TypeOf(Listener{}) {

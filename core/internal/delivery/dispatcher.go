@@ -150,6 +150,17 @@ type Dispatcher struct {
 	wg       sync.WaitGroup
 	leftover []core.Job // jobs not started when Run ended, to give back
 
+	// Run's lifetime, under mu. stopClaims ends the claim loop; hard is the
+	// context of attempts' requests and of the store calls that record and
+	// give back, which outlives the claim loop (shutdown must not cut an
+	// attempt short) until the drain's time is up (abandon). ran is closed
+	// when Run returns; shutdown is set by Shutdown, even before Run.
+	stopClaims context.CancelFunc
+	hard       context.Context
+	abandon    context.CancelFunc
+	ran        chan struct{}
+	shutdown   bool
+
 	signersMu sync.Mutex
 	signers   map[string]*signing.Signer // by secret; see signer
 
@@ -241,23 +252,46 @@ func (d *Dispatcher) Wake() {
 	}
 }
 
-// Run claims and delivers until ctx ends, then waits for attempts under way
-// (each bounded by the delivery timeout), records them, and gives the jobs
-// it had not started back to the queue.
+// Run claims and delivers until ctx ends or Shutdown is called, then
+// drains: it waits for the attempts under way (each bounded by the delivery
+// timeout), records them, and gives the jobs it had not started back to the
+// queue. The drain ends by Shutdown's deadline, or without Shutdown a lease
+// after ctx ended: what is not recorded by then is left to its lease, and the
+// log says how many results that was. Run may be called once.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() { defer close(done); d.recordLoop() }()
+	ctx, stopClaims := context.WithCancel(ctx)
+	defer stopClaims()
+	hard, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	defer abandon()
 	d.mu.Lock()
+	if d.ran != nil {
+		d.mu.Unlock()
+		return errors.New("dispatcher: Run called twice")
+	}
+	ran := make(chan struct{})
+	d.ran, d.stopClaims, d.hard, d.abandon = ran, stopClaims, hard, abandon
+	if d.shutdown {
+		stopClaims()
+	}
 	d.running = true
 	d.mu.Unlock()
+	defer close(ran)
+
+	done := make(chan struct{})
+	go func() { defer close(done); d.recordLoop(hard) }()
 	for i := 0; i < d.cfg.Workers; i++ {
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
-			d.work(ctx)
+			d.work(ctx, hard)
 		}()
 	}
 	defer func() {
+		// Without Shutdown, the drain may take a lease: after that, another
+		// process takes the deliveries up anyway.
+		bound, cancel := context.WithTimeout(context.Background(), d.cfg.Lease)
+		defer cancel()
+		defer context.AfterFunc(bound, abandon)()
 		// Jobs handed over from now on go back to the queue (Hand); so do
 		// the ones not started, rather than wait for their leases to run out.
 		d.mu.Lock()
@@ -278,6 +312,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		d.leftover = nil
 		d.mu.Unlock()
 		d.giveBack(left)
+		d.mu.Lock()
+		d.hard = nil
+		d.mu.Unlock()
 	}()
 	bo := newStoreBackoff()
 	// Claim in batches: waiting for half a batch of room costs no latency
@@ -327,17 +364,42 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
+// Shutdown stops Run's claims and waits for Run's drain to end, until ctx
+// ends: then the attempts still under way are cut short and the results not
+// recorded are left to their leases (another process, or this one
+// restarted, attempts those deliveries again). It returns nil once Run has
+// returned, or ctx's error. Called before Run, it makes Run return at once.
+func (d *Dispatcher) Shutdown(ctx context.Context) error {
+	d.mu.Lock()
+	d.shutdown = true
+	stopClaims, abandon, ran := d.stopClaims, d.abandon, d.ran
+	d.mu.Unlock()
+	if ran == nil {
+		return nil
+	}
+	stopClaims()
+	defer context.AfterFunc(ctx, abandon)()
+	select {
+	case <-ran:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // work is a worker: it attempts jobs in the order they came, except that a
 // job whose webhook is at its concurrency limit waits (parked, not holding
 // the worker) until one of that webhook's attempts ends; the worker that
-// ends it takes the parked job next.
-func (d *Dispatcher) work(ctx context.Context) {
+// ends it takes the parked job next. Once ctx ends it starts no job; the
+// attempts themselves run under hard, which ends only when the drain's time
+// is up.
+func (d *Dispatcher) work(ctx, hard context.Context) {
 	for t := range d.jobs {
 		if !d.start(ctx, t) {
 			continue
 		}
 		for ok := true; ok; {
-			d.process(ctx, t)
+			d.process(hard, t)
 			t, ok = d.finish(ctx, t)
 		}
 	}
@@ -458,12 +520,18 @@ func (d *Dispatcher) throttle(ctx context.Context, j core.Job) time.Duration {
 func (d *Dispatcher) giveBack(jobs []core.Job) { d.giveBackAfter(jobs, 0) }
 
 // giveBackAfter returns jobs that were not attempted to the queue, due
-// after delay.
+// after delay; during a drain, only until the drain's time is up.
 func (d *Dispatcher) giveBackAfter(jobs []core.Job, delay time.Duration) {
 	if len(jobs) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Timeout)
+	d.mu.Lock()
+	parent := d.hard
+	d.mu.Unlock()
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(parent, d.cfg.Timeout)
 	defer cancel()
 	if err := d.cfg.Queue.Release(ctx, jobs, delay); err != nil {
 		// Their leases run out instead.
@@ -592,14 +660,25 @@ const (
 
 // recordLoop writes attempt results in batches: one transaction for many
 // attempts keeps the database from being the bottleneck. When the database
-// is down it keeps the batch and retries; leases keep the deliveries safe
-// meanwhile.
-func (d *Dispatcher) recordLoop() {
-	ctx := context.Background()
+// is down it keeps the batch and retries, leases keeping the deliveries safe
+// meanwhile, until ctx ends (the drain's time is up): from then on it drops
+// what it has and what comes, and says how many results it dropped.
+func (d *Dispatcher) recordLoop(ctx context.Context) {
 	var batch []core.AttemptResult
+	dropped := 0
+	defer func() {
+		if dropped > 0 {
+			d.log.Warn("attempt results not recorded by the shutdown deadline: their deliveries are left to their leases and will be attempted again", "results", dropped)
+		}
+	}()
 	flush := func() {
 		bo := newStoreBackoff()
 		for {
+			if ctx.Err() != nil {
+				dropped += len(batch)
+				batch = batch[:0]
+				return
+			}
 			deact, err := d.cfg.Queue.Complete(ctx, batch, d.cfg.DisableAfter)
 			if err == nil {
 				for _, id := range deact {
@@ -617,9 +696,12 @@ func (d *Dispatcher) recordLoop() {
 				batch = batch[:0]
 				return
 			}
+			if ctx.Err() != nil {
+				continue
+			}
 			wait := bo.NextBackOff()
 			d.log.Warn("record delivery attempts failed; retrying", "err", err, "attempts", len(batch), "in", wait)
-			time.Sleep(wait)
+			sleep(ctx, wait)
 		}
 	}
 	for {
@@ -743,10 +825,11 @@ func (d *Dispatcher) send(ctx context.Context, j core.Job) core.AttemptResult {
 			contentType = tr.ContentType
 		}
 	}
-	// Shutdown must not cut an attempt short: it has its own timeout, which
-	// a client whose own Timeout is no longer (ssrf.NewClient's) already
-	// enforces without a second timer.
-	reqCtx := context.WithoutCancel(ctx)
+	// ctx is the dispatcher's hard context (see work): a shutdown does not
+	// cut an attempt short unless its drain's time is up. The attempt has its
+	// own timeout, which a client whose own Timeout is no longer
+	// (ssrf.NewClient's) already enforces without a second timer.
+	reqCtx := ctx
 	if t := d.cfg.Client.Timeout; t <= 0 || t > d.cfg.Timeout {
 		var cancel context.CancelFunc
 		reqCtx, cancel = context.WithTimeout(reqCtx, d.cfg.Timeout)
@@ -777,7 +860,7 @@ func (d *Dispatcher) send(ctx context.Context, j core.Job) core.AttemptResult {
 		return d.failed(res, 0, nil)
 	}
 	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseExcerpt))
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused; what is left of the body is not ours to judge
 	resp.Body.Close()
 	res.Duration = time.Since(start)
 	res.StatusCode, res.ResponseExcerpt = resp.StatusCode, string(bytes.ToValidUTF8(excerpt, []byte("?")))

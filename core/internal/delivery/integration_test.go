@@ -3,7 +3,9 @@ package delivery_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,6 +24,7 @@ import (
 )
 
 type rig struct {
+	dbPath string
 	st     *store.Store
 	d      *delivery.Dispatcher
 	cancel context.CancelFunc
@@ -31,7 +34,8 @@ type rig struct {
 func newRig(t *testing.T, allowPrivate bool, caPEM []byte, perWebhook int, opts ...func(*delivery.Config)) *rig {
 	t.Helper()
 	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
-	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "d.db"), box, store.Options{})
+	dbPath := filepath.Join(t.TempDir(), "d.db")
+	st, err := store.Open(context.Background(), "sqlite:"+dbPath, box, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +60,7 @@ func newRig(t *testing.T, allowPrivate bool, caPEM []byte, perWebhook int, opts 
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &rig{st: st, d: d, cancel: cancel, done: make(chan struct{})}
+	r := &rig{dbPath: dbPath, st: st, d: d, cancel: cancel, done: make(chan struct{})}
 	go func() { defer close(r.done); d.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-r.done; st.Close() })
 	return r
@@ -320,8 +324,9 @@ func TestStopGivesBackWhatItHasNotStarted(t *testing.T) {
 		r.notify(t, fmt.Sprintf("n-stop-%d", i))
 	}
 	<-started // one attempt under way; four parked behind it
+	// Once cancel returns the context is done, and the worker that ends the
+	// attempt sees it: it takes no parked job.
 	r.cancel()
-	time.Sleep(50 * time.Millisecond)
 	close(unblock)
 	<-r.done
 	stats, err := r.st.QueueStats(ctx)
@@ -492,5 +497,107 @@ func TestLastResultsAreRecordedAtOnce(t *testing.T) {
 	}
 	if got := hits.Load(); got != 6 {
 		t.Errorf("receiver saw %d deliveries, want 6", got)
+	}
+}
+
+// logBuffer is a slog handler's output that tests read while the
+// dispatcher writes.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// With the database gone, Shutdown still ends by its deadline: the attempt
+// under way finishes, its result cannot be recorded, and rather than retry
+// for ever the dispatcher leaves the delivery to its lease and logs how many
+// results it could not record. (Before Shutdown existed, the record loop
+// retried on context.Background() until the database came back.)
+func TestShutdownEndsByItsDeadlineWithTheDatabaseDown(t *testing.T) {
+	started := make(chan struct{}, 1)
+	unblock := make(chan struct{})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-unblock
+	}))
+	defer srv.Close()
+	var log logBuffer
+	r := newRig(t, true, caOf(srv), 1, func(c *delivery.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	ctx := context.Background()
+	wh, _, _ := r.st.RegisterWebhook(ctx, srv.URL+"/hook", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	r.notify(t, "n-down")
+	<-started // the attempt is under way
+	// The database goes away: every call from now on fails.
+	if err := r.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	const bound = 500 * time.Millisecond
+	sctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	stopped := make(chan error, 1)
+	go func() { stopped <- r.d.Shutdown(sctx) }()
+	close(unblock) // the receiver answers; the result is not recordable
+	select {
+	case err := <-stopped:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Shutdown returned %v, want its deadline's error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Shutdown did not end 30 s after its 500 ms deadline")
+	}
+	<-r.done // Run returns once its record loop has given up
+	if got := log.String(); !strings.Contains(got, "attempt results not recorded by the shutdown deadline") || !strings.Contains(got, "results=1") {
+		t.Fatalf("the log does not say one result went unrecorded:\n%s", got)
+	}
+	// The delivery is still in flight under its lease, to be taken up again.
+	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
+	st, err := store.Open(ctx, "sqlite:"+r.dbPath, box, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	items, _, err := st.ListDeliveries(ctx, wh.ID, "", core.Page{Limit: 10})
+	if err != nil || len(items) != 1 || items[0].State != core.DeliveryInFlight || len(items[0].AttemptLog) != 0 {
+		t.Fatalf("after the shutdown: %+v %v, want one delivery in flight with no attempt recorded", items, err)
+	}
+}
+
+// Shutdown before Run makes Run return at once, having claimed nothing.
+func TestShutdownBeforeRun(t *testing.T) {
+	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
+	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "d.db"), box, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d, err := delivery.New(delivery.Config{Queue: st, Client: http.DefaultClient, Timeout: time.Second, Workers: 1, PerWebhookConcurrency: 1, BatchSize: 1, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan error, 1)
+	go func() { ran <- d.Run(context.Background()) }()
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return after an earlier Shutdown")
 	}
 }

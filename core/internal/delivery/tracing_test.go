@@ -80,7 +80,7 @@ func TestAttemptJoinsTheStoredTrace(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range s.Attributes {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	for k, want := range map[string]string{"govgate.webhook.id": "3", "govgate.delivery.id": "7", "govgate.delivery.attempt": "1",
 		"http.response.status_code": "503", "govgate.delivery.outcome": "retry"} {
@@ -112,6 +112,11 @@ func TestAttemptJoinsTheStoredTrace(t *testing.T) {
 // Tracing off costs an attempt no allocation: a job with a stored
 // traceparent costs what one without does, and what send alone does.
 func TestTracingOffAllocatesNothing(t *testing.T) {
+	if raceDetector {
+		// Its instrumentation allocates too, unevenly across an HTTP round
+		// trip: the figure is the plain build's (go tool task test).
+		t.Skip("allocation counts are the plain build's, not the race detector's")
+	}
 	d, _ := tracedDispatcher(t, http.StatusNoContent, nil, true)
 	ctx := context.Background()
 	traced, plain := tracedJob(storedTraceParent), tracedJob("")

@@ -56,23 +56,12 @@ func worst(a, b Status) Status {
 	return a
 }
 
-// Indexing states, as core/internal/indexer names them.
-const (
-	StateSyncing = "syncing"
-	StateFresh   = "fresh"
-	StateLagging = "lagging"
-	StateStalled = "stalled"
-)
-
 // Thresholds decide when a check warns or fails.
 type Thresholds struct {
-	// LaggingBlocks and LaggingAfter: an indexer further behind the
-	// confirmed head than this, in blocks or in chain time, is lagging (warn).
-	LaggingBlocks uint64        `yaml:"lagging_blocks"`
-	LaggingAfter  time.Duration `yaml:"lagging_after"`
-	// StalledAfter: an indexer without a successful poll, or without
-	// progress while behind, for this long is stalled (fail).
-	StalledAfter time.Duration `yaml:"stalled_after"`
+	// An indexer the thresholds find lagging warns, stalled fails
+	// (lagging_blocks, lagging_after, stalled_after): the indexer's own rule
+	// (core.IndexingThresholds.Classify).
+	core.IndexingThresholds `yaml:",inline"`
 	// HeadStaleAfter: a chain head older than this warns.
 	HeadStaleAfter time.Duration `yaml:"head_stale_after"`
 	// DBSlowAfter: a database ping slower than this warns.
@@ -92,9 +81,6 @@ type Config struct {
 const (
 	DefaultInterval       = time.Second
 	DefaultProbeTimeout   = 2 * time.Second
-	DefaultLaggingBlocks  = 20
-	DefaultLaggingAfter   = 5 * time.Minute
-	DefaultStalledAfter   = 2 * time.Minute
 	DefaultHeadStaleAfter = 5 * time.Minute
 	DefaultDBSlowAfter    = 250 * time.Millisecond
 )
@@ -108,13 +94,9 @@ func (c Config) WithDefaults() Config {
 	}
 	set(&c.Interval, DefaultInterval)
 	set(&c.ProbeTimeout, DefaultProbeTimeout)
-	set(&c.Thresholds.LaggingAfter, DefaultLaggingAfter)
-	set(&c.Thresholds.StalledAfter, DefaultStalledAfter)
+	c.Thresholds.IndexingThresholds = c.Thresholds.IndexingThresholds.WithDefaults()
 	set(&c.Thresholds.HeadStaleAfter, DefaultHeadStaleAfter)
 	set(&c.Thresholds.DBSlowAfter, DefaultDBSlowAfter)
-	if c.Thresholds.LaggingBlocks == 0 {
-		c.Thresholds.LaggingBlocks = DefaultLaggingBlocks
-	}
 	return c
 }
 
@@ -153,39 +135,9 @@ type Upstream struct {
 	LastSuccessAt       time.Time `json:"lastSuccessAt,omitzero"`
 }
 
-// IndexerStatus is one DAO's indexing status as core/internal/indexer's
-// Runner.Status reports it; the fields match indexer.DAOStatus, so
-// health.IndexerStatus(s) converts one. The monitor recomputes the state
-// with its own thresholds.
-type IndexerStatus struct {
-	DAO                  string
-	ChainID              uint64
-	LastIndexedBlock     uint64
-	LastIndexedBlockTime time.Time
-	LastIndexedAt        time.Time
-	LastCheckedAt        time.Time
-	Head                 uint64
-	HeadHash             string
-	HeadTime             time.Time
-	ConfirmedHead        uint64
-	LagBlocks            uint64
-	LagSeconds           float64
-	State                string
-	CaughtUp             bool
-	Leader               bool
-	Backfill             *core.Backfill
-	NotifyFromBlock      uint64
-	CountingMode         string
-	ClockMode            string
-	LastError            string
-	LastErrorAt          time.Time
-	Fault                string
-	// Waiting says why a DAO no poll has covered yet is syncing; Since is
-	// when the process took the DAO on, from when its stalled clock runs
-	// until then.
-	Waiting string
-	Since   time.Time
-}
+// IndexerStatus is one DAO's indexing status as the indexer reports it
+// (core.IndexerStatus); the monitor judges it with its own thresholds.
+type IndexerStatus = core.IndexerStatus
 
 // Sources are what the monitor reads. Upstreams and Indexer are called on
 // every refresh and must not block (Gateway.Status and Runner.Status
@@ -530,7 +482,7 @@ func (m *Monitor) indexerCheck(st IndexerStatus, found bool, now time.Time) Inde
 		},
 	}
 	if !found {
-		c.Status, c.State, c.Output = Warn, StateSyncing, "no indexer status"
+		c.Status, c.State, c.Output = Warn, core.IndexingSyncing, "no indexer status"
 		return c
 	}
 	c.LastIndexedBlock, c.ConfirmedHead = st.LastIndexedBlock, st.ConfirmedHead
@@ -545,14 +497,14 @@ func (m *Monitor) indexerCheck(st IndexerStatus, found bool, now time.Time) Inde
 		return c
 	}
 	switch c.State {
-	case StateStalled:
+	case core.IndexingStalled:
 		c.Status, c.Output = Fail, "stalled"
 		if st.LastError != "" {
 			c.Output = "stalled: " + st.LastError
 		}
-	case StateLagging:
+	case core.IndexingLagging:
 		c.Status, c.Output = Warn, fmt.Sprintf("lagging %d blocks behind", st.LagBlocks)
-	case StateSyncing:
+	case core.IndexingSyncing:
 		c.Status, c.Output = Warn, fmt.Sprintf("syncing, %d blocks to go", st.LagBlocks)
 		if st.Waiting != "" {
 			c.Output = "syncing: " + st.Waiting
@@ -570,37 +522,9 @@ func (m *Monitor) indexerCheck(st IndexerStatus, found bool, now time.Time) Inde
 	return c
 }
 
-// classify is core/internal/indexer's state rule with the monitor's thresholds.
+// classify is the indexer's state rule with the monitor's thresholds.
 func (m *Monitor) classify(st IndexerStatus, now time.Time) string {
-	th := m.cfg.Thresholds
-	// Before a poll has covered the DAO, the clocks run from when the
-	// indexer took it on (a DAO added at run time), or from the start.
-	since := m.started
-	if st.Since.After(since) {
-		since = st.Since
-	}
-	checked := st.LastCheckedAt
-	if checked.IsZero() {
-		checked = since
-	}
-	if now.Sub(checked) > th.StalledAfter {
-		return StateStalled
-	}
-	progress := st.LastIndexedAt
-	if progress.IsZero() {
-		progress = since
-	}
-	if st.LagBlocks > 0 && now.Sub(progress) > th.StalledAfter {
-		return StateStalled
-	}
-	behind := st.LagBlocks > th.LaggingBlocks || st.LagSeconds > th.LaggingAfter.Seconds()
-	switch {
-	case st.LastCheckedAt.IsZero() || (!st.CaughtUp && behind):
-		return StateSyncing
-	case behind:
-		return StateLagging
-	}
-	return StateFresh
+	return m.cfg.Thresholds.Classify(st, m.started, now)
 }
 
 func gatewayCheck(ups []Upstream) GatewayCheck {

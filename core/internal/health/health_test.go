@@ -482,9 +482,9 @@ func TestAddedDAOSyncsUntilThePoll(t *testing.T) {
 		Upstreams: func(uint64) []health.Upstream { return []health.Upstream{{URL: "rpc", State: "closed"}} },
 		Indexer: func(dao string) (health.IndexerStatus, bool) {
 			s, ok := r.Status(dao)
-			return health.IndexerStatus(s), ok
+			return s, ok
 		},
-	}, health.Config{Thresholds: health.Thresholds{StalledAfter: 2 * time.Minute}}, health.Options{Logger: quiet, Now: now})
+	}, health.Config{Thresholds: health.Thresholds{IndexingThresholds: core.IndexingThresholds{StalledAfter: 2 * time.Minute}}}, health.Options{Logger: quiet, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +498,7 @@ func TestAddedDAOSyncsUntilThePoll(t *testing.T) {
 		return s.Checks.Indexer
 	}
 	first := daos[0].Slug
-	if got := indexerOf(first); got.State != health.StateSyncing || got.Output != "syncing: waiting for the first poll" {
+	if got := indexerOf(first); got.State != core.IndexingSyncing || got.Output != "syncing: waiting for the first poll" {
 		t.Fatalf("at start: %s %q", got.State, got.Output)
 	}
 	if err := r.Sync(ctx); err != nil {
@@ -520,12 +520,12 @@ func TestAddedDAOSyncsUntilThePoll(t *testing.T) {
 	catalog.Replace(daos[:2])
 	for _, wait := range []time.Duration{0, 90 * time.Second} {
 		advance(wait)
-		if got := indexerOf(added); got.Status != health.Warn || got.State != health.StateSyncing || got.Output != "syncing: added, waiting for the first poll" {
+		if got := indexerOf(added); got.Status != health.Warn || got.State != core.IndexingSyncing || got.Output != "syncing: added, waiting for the first poll" {
 			t.Fatalf("%v after the addition: %s %s %q", wait, got.Status, got.State, got.Output)
 		}
 	}
 	st, ok := r.Status(added)
-	if !ok || st.Waiting != indexer.WaitingAdded || !st.Since.Equal(now().Add(-90*time.Second)) || st.State != indexer.StatusSyncing {
+	if !ok || st.Waiting != indexer.WaitingAdded || !st.Since.Equal(now().Add(-90*time.Second)) || st.State != core.IndexingSyncing {
 		t.Fatalf("the runner's status of the added DAO: %+v", st)
 	}
 	if list := r.Statuses(); len(list) != 2 || list[1].DAO != added {
@@ -545,11 +545,11 @@ func TestAddedDAOSyncsUntilThePoll(t *testing.T) {
 	}
 	catalog.Replace(daos[:3])
 	advance(time.Minute)
-	if got := indexerOf(third); got.State != health.StateSyncing {
+	if got := indexerOf(third); got.State != core.IndexingSyncing {
 		t.Fatalf("a minute after the addition: %s %q", got.State, got.Output)
 	}
 	advance(2 * time.Minute)
-	if got := indexerOf(third); got.Status != health.Fail || got.State != health.StateStalled {
+	if got := indexerOf(third); got.Status != health.Fail || got.State != core.IndexingStalled {
 		t.Fatalf("three minutes after the addition, no poll: %s %s %q", got.Status, got.State, got.Output)
 	}
 }

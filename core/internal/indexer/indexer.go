@@ -31,6 +31,8 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/rpc"
+
+	"github.com/govgate/govgate/core"
 )
 
 // Chain is what the indexer needs of a chain gateway (core/internal/chain's Gateway).
@@ -62,13 +64,9 @@ type Config struct {
 	// LockRetry is how often a process without the chain's lease tries to
 	// take it, hence how soon it takes over from a dead holder.
 	LockRetry time.Duration `yaml:"lock_retry"`
-	// LaggingBlocks and LaggingAfter make a DAO "lagging" when it is more
-	// blocks, or more seconds of chain time, behind the confirmed head.
-	LaggingBlocks uint64        `yaml:"lagging_blocks"`
-	LaggingAfter  time.Duration `yaml:"lagging_after"`
-	// StalledAfter makes a DAO "stalled" when no poll has succeeded, or the
-	// cursor has not moved while behind, for that long.
-	StalledAfter time.Duration `yaml:"stalled_after"`
+	// The thresholds of the DAOs' indexing states in the indexer's status
+	// (lagging_blocks, lagging_after, stalled_after).
+	core.IndexingThresholds `yaml:",inline"`
 	// EndingSoon are the leads before a proposal's voteEnd at which
 	// proposal.ending_soon is pushed, longest first. A lead longer than the
 	// proposal's whole voting period is skipped for it.
@@ -92,14 +90,11 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultPollInterval  = 2 * time.Second
-	DefaultInitialRange  = 1000
-	DefaultMaxRange      = 10_000
-	DefaultKeepBlocks    = 128
-	DefaultLockRetry     = 2 * time.Second
-	DefaultLaggingBlocks = 20
-	DefaultLaggingAfter  = 5 * time.Minute
-	DefaultStalledAfter  = 2 * time.Minute
+	DefaultPollInterval = 2 * time.Second
+	DefaultInitialRange = 1000
+	DefaultMaxRange     = 10_000
+	DefaultKeepBlocks   = 128
+	DefaultLockRetry    = 2 * time.Second
 
 	DefaultCatchUpConcurrency = 2
 	DefaultProbeConcurrency   = 16
@@ -119,8 +114,7 @@ func (c Config) WithDefaults() Config {
 	}
 	set(&c.PollInterval, DefaultPollInterval)
 	set(&c.LockRetry, DefaultLockRetry)
-	set(&c.LaggingAfter, DefaultLaggingAfter)
-	set(&c.StalledAfter, DefaultStalledAfter)
+	c.IndexingThresholds = c.IndexingThresholds.WithDefaults()
 	set(&c.MaxFailureBackoff, DefaultMaxFailureBackoff)
 	set(&c.ProgressEvery, DefaultProgressEvery)
 	if c.CatchUpConcurrency == 0 {
@@ -137,9 +131,6 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.KeepBlocks == 0 {
 		c.KeepBlocks = DefaultKeepBlocks
-	}
-	if c.LaggingBlocks == 0 {
-		c.LaggingBlocks = DefaultLaggingBlocks
 	}
 	if c.EndingSoon == nil {
 		c.EndingSoon = []time.Duration{24 * time.Hour, time.Hour}

@@ -262,7 +262,7 @@ func TestLifecycleNotifications(t *testing.T) {
 		t.Errorf("%d oz votes, want 4", n)
 	}
 	s, ok := r.Status(c.OZ.Slug)
-	if !ok || s.State != StatusFresh || s.LagBlocks != 0 || !s.CaughtUp || s.LastIndexedBlock != s.Head {
+	if !ok || s.State != core.IndexingFresh || s.LagBlocks != 0 || !s.CaughtUp || s.LastIndexedBlock != s.Head {
 		t.Errorf("status %+v", s)
 	}
 
@@ -591,7 +591,8 @@ func TestLeaseTakeover(t *testing.T) {
 	go func() { a.Run(ctxA); close(doneA) }()
 	waitFor(t, 5*time.Second, "a leads", func() bool { s, _ := a.Status(c.OZ.Slug); return s.Leader && s.CaughtUp })
 	go b.Run(ctxB)
-	time.Sleep(300 * time.Millisecond)
+	// b has tried the lock once it has checked the chain; a holds it.
+	waitFor(t, 5*time.Second, "b checks", func() bool { s, _ := b.Status(c.OZ.Slug); return !s.LastCheckedAt.IsZero() })
 	if s, _ := b.Status(c.OZ.Slug); s.Leader || s.LastCheckedAt.IsZero() {
 		t.Fatalf("b while a leads: %+v", s)
 	}

@@ -194,7 +194,7 @@ func (r *Runner) newState(d core.DAO) *daoState {
 	return &daoState{
 		dao: d, governor: gov, governorHex: gov.Hex(), rangeSize: r.cfg.InitialRange, open: true,
 		// Until the store says otherwise, everything below the start block is done.
-		status: DAOStatus{DAO: d.Slug, ChainID: r.chainID, State: StatusSyncing, LastIndexedBlock: max(d.StartBlock, 1) - 1, Leader: false},
+		status: DAOStatus{DAO: d.Slug, ChainID: r.chainID, State: core.IndexingSyncing, LastIndexedBlock: max(d.StartBlock, 1) - 1, Leader: false},
 	}
 }
 

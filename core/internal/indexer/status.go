@@ -11,75 +11,8 @@ import (
 	"github.com/govgate/govgate/core"
 )
 
-// Indexing states of a DAO.
-const (
-	// StatusSyncing: catching up since start, and making progress.
-	StatusSyncing = "syncing"
-	// StatusFresh: within LaggingBlocks and LaggingAfter of the confirmed head.
-	StatusFresh = "fresh"
-	// StatusLagging: further behind than that, having been caught up before.
-	StatusLagging = "lagging"
-	// StatusStalled: no successful poll, or no progress while behind, for
-	// StalledAfter.
-	StatusStalled = "stalled"
-)
-
-// DAOStatus is how far one DAO's indexing stands. Runner keeps it in memory,
-// so reading it never waits on the chain or the database.
-type DAOStatus struct {
-	DAO     string `json:"dao"`
-	ChainID uint64 `json:"chainId"`
-	// LastIndexedBlock is the cursor: every block up to it is indexed.
-	LastIndexedBlock     uint64    `json:"lastIndexedBlock"`
-	LastIndexedBlockTime time.Time `json:"lastIndexedBlockTime,omitzero"`
-	// LastIndexedAt is when the cursor last moved (by this process, or as
-	// seen in the store when another process indexes).
-	LastIndexedAt time.Time `json:"lastIndexedAt,omitzero"`
-	// LastCheckedAt is when a poll of the chain last succeeded.
-	LastCheckedAt time.Time `json:"lastCheckedAt,omitzero"`
-	Head          uint64    `json:"head"`
-	HeadHash      string    `json:"headHash,omitempty"`
-	HeadTime      time.Time `json:"headTime,omitzero"`
-	// ConfirmedHead is the head minus the chain's confirmations: the
-	// highest block the indexer will index now.
-	ConfirmedHead uint64 `json:"confirmedHead"`
-	// LagBlocks and LagSeconds measure the distance from the cursor to the
-	// confirmed head, in blocks and in chain time (LagSeconds stays 0 in a
-	// process that does not hold the chain's lease).
-	LagBlocks  uint64  `json:"lagBlocks"`
-	LagSeconds float64 `json:"lagSeconds"`
-	State      string  `json:"state"`
-	// CaughtUp is true once the cursor reached the confirmed head since start.
-	CaughtUp bool `json:"caughtUp"`
-	// Leader is true while this process holds the chain's lease.
-	Leader bool `json:"leader"`
-	// Backfill is the progress of the current catch-up while the DAO is
-	// more than one range behind; nil once it is at the head.
-	Backfill *Backfill `json:"backfill,omitempty"`
-	// NotifyFromBlock is the first block whose changes are pushed to
-	// webhooks (0: every block); earlier history is stored, not pushed.
-	NotifyFromBlock uint64 `json:"notifyFromBlock"`
-	// CountingMode is the governor's COUNTING_MODE() and ClockMode its
-	// clock's unit, once read ("" before, and CountingMode for governors
-	// without one).
-	CountingMode string    `json:"countingMode,omitempty"`
-	ClockMode    string    `json:"clockMode,omitempty"`
-	LastError    string    `json:"lastError,omitempty"`
-	LastErrorAt  time.Time `json:"lastErrorAt,omitzero"`
-	// Fault is a cause that stops the DAO's indexing until the operator
-	// acts: the chain refutes the DAO (a governor without code, of another
-	// kind, a voting token not found), or the RPC serves another chain.
-	// Health fails with it.
-	Fault string `json:"fault,omitempty"`
-	// Waiting says why a DAO no poll has covered yet is syncing:
-	// WaitingAdded from the moment it is added (SetDAOs), WaitingStart at
-	// start. Empty once a poll (or, in a process that does not lead, a look
-	// at the store) has covered it.
-	Waiting string `json:"waiting,omitempty"`
-	// Since is when this process took the DAO on (its start, or the DAO's
-	// addition): before the first poll, the stalled clock runs from it.
-	Since time.Time `json:"since,omitzero"`
-}
+// DAOStatus is how far one DAO's indexing stands (core.IndexerStatus).
+type DAOStatus = core.IndexerStatus
 
 // Causes of DAOStatus.Waiting.
 const (
@@ -152,34 +85,7 @@ func (r *Runner) Statuses() []DAOStatus {
 
 // classify derives the state of s at now.
 func (r *Runner) classify(s DAOStatus, now time.Time) string {
-	// Before a poll has covered the DAO, the clocks run from when this
-	// process took it on.
-	since := r.started
-	if s.Since.After(since) {
-		since = s.Since
-	}
-	checked := s.LastCheckedAt
-	if checked.IsZero() {
-		checked = since
-	}
-	if now.Sub(checked) > r.cfg.StalledAfter {
-		return StatusStalled
-	}
-	behind := s.LagBlocks > r.cfg.LaggingBlocks || s.LagSeconds > r.cfg.LaggingAfter.Seconds()
-	progress := s.LastIndexedAt
-	if progress.IsZero() {
-		progress = since
-	}
-	if s.LagBlocks > 0 && now.Sub(progress) > r.cfg.StalledAfter {
-		return StatusStalled
-	}
-	switch {
-	case s.LastCheckedAt.IsZero() || (!s.CaughtUp && behind):
-		return StatusSyncing
-	case behind:
-		return StatusLagging
-	}
-	return StatusFresh
+	return r.cfg.IndexingThresholds.Classify(s, r.started, now)
 }
 
 func (r *Runner) setHead(num uint64, hash common.Hash, t, target, targetTime uint64) {
@@ -447,7 +353,7 @@ func (c runnerCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(lagSecondsDesc, prometheus.GaugeValue, s.LagSeconds, s.DAO, chain)
 		ch <- prometheus.MustNewConstMetric(lastBlockDesc, prometheus.GaugeValue, float64(s.LastIndexedBlock), s.DAO, chain)
 		ch <- prometheus.MustNewConstMetric(headDesc, prometheus.GaugeValue, float64(s.Head), s.DAO, chain)
-		for _, st := range []string{StatusSyncing, StatusFresh, StatusLagging, StatusStalled} {
+		for _, st := range core.IndexingStates() {
 			v := 0.0
 			if s.State == st {
 				v = 1

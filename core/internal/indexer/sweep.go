@@ -151,16 +151,6 @@ func (r *Runner) startSweep(ctx context.Context) {
 	})
 }
 
-// live reports whether a member is still part of the sweep.
-func (r *Runner) live(d *daoState) bool {
-	if d.removed.Load() {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return d.phase == phaseSweeping
-}
-
 func (r *Runner) runSweep(ctx context.Context, sw *sweep) error {
 	if err := r.probeAll(withPart(ctx, "probe"), sw.members); err != nil {
 		return err

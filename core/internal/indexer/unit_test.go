@@ -71,14 +71,14 @@ func TestClassify(t *testing.T) {
 		s    DAOStatus
 		want string
 	}{
-		{"never polled, just started", DAOStatus{}, StatusStalled},
-		{"fresh", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0, CaughtUp: true}, StatusFresh},
-		{"catching up", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0, LagBlocks: 5000}, StatusSyncing},
-		{"fell behind", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0, LagBlocks: 5000, CaughtUp: true}, StatusLagging},
-		{"behind in time", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0, LagBlocks: 1, LagSeconds: 3600, CaughtUp: true}, StatusLagging},
-		{"no poll for long", DAOStatus{LastCheckedAt: t0.Add(-10 * time.Minute), CaughtUp: true}, StatusStalled},
-		{"no progress while behind", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0.Add(-10 * time.Minute), LagBlocks: 3, CaughtUp: true}, StatusStalled},
-		{"idle chain, caught up", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0.Add(-time.Hour), CaughtUp: true}, StatusFresh},
+		{"never polled, just started", DAOStatus{}, core.IndexingStalled},
+		{"fresh", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0, CaughtUp: true}, core.IndexingFresh},
+		{"catching up", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0, LagBlocks: 5000}, core.IndexingSyncing},
+		{"fell behind", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0, LagBlocks: 5000, CaughtUp: true}, core.IndexingLagging},
+		{"behind in time", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0, LagBlocks: 1, LagSeconds: 3600, CaughtUp: true}, core.IndexingLagging},
+		{"no poll for long", DAOStatus{LastCheckedAt: t0.Add(-10 * time.Minute), CaughtUp: true}, core.IndexingStalled},
+		{"no progress while behind", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0.Add(-10 * time.Minute), LagBlocks: 3, CaughtUp: true}, core.IndexingStalled},
+		{"idle chain, caught up", DAOStatus{LastCheckedAt: t0, LastIndexedAt: t0.Add(-time.Hour), CaughtUp: true}, core.IndexingFresh},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,7 +98,7 @@ func TestConfigValidate(t *testing.T) {
 		{"defaults", Config{}, ""},
 		{"max below initial", Config{InitialRange: 100, MaxRange: 10}, "max_range"},
 		{"keep too few", Config{KeepBlocks: 1}, "keep_blocks"},
-		{"stalled before a poll", Config{PollInterval: time.Minute, StalledAfter: time.Second}, "stalled_after"},
+		{"stalled before a poll", Config{PollInterval: time.Minute, IndexingThresholds: core.IndexingThresholds{StalledAfter: time.Second}}, "stalled_after"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

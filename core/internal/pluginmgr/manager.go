@@ -62,7 +62,22 @@ type Manager struct {
 
 	batchMu sync.Mutex
 	batches map[string]*batchEntry
+
+	// prepare queues notifications for Run's preparers (Prepare).
+	prepare chan prepared
 }
+
+// prepared is a notification whose global chain's outcome Prepare asked
+// for.
+type prepared struct {
+	n    core.Notification
+	body []byte
+}
+
+// prepareQueue is how many notifications may wait to be prepared: a burst
+// past it is not prepared ahead, and the first delivery of each of those
+// notifications computes its outcome, as without Prepare.
+const prepareQueue = 1024
 
 type batchEntry struct {
 	b       *wasmhost.Batch
@@ -77,14 +92,26 @@ func New(host *wasmhost.Host, st Store, dir string, log *slog.Logger) *Manager {
 	if log == nil {
 		log = slog.Default()
 	}
-	m := &Manager{host: host, st: st, dir: dir, log: log, loaded: map[string]string{}, dirFiles: map[string]string{}, batches: map[string]*batchEntry{}, schemas: map[string]configSchema{}}
+	m := &Manager{host: host, st: st, dir: dir, log: log, loaded: map[string]string{}, dirFiles: map[string]string{}, batches: map[string]*batchEntry{}, schemas: map[string]configSchema{},
+		prepare: make(chan prepared, prepareQueue)}
 	empty := map[int64][]wasmhost.Entry{}
 	m.chains.Store(&empty)
 	return m
 }
 
-// Run re-syncs every interval until ctx ends.
+// Run re-syncs every interval, and prepares what Prepare queues on
+// GOMAXPROCS goroutines of its own, until ctx ends; it returns when they
+// have.
 func (m *Manager) Run(ctx context.Context, every time.Duration) {
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.prepareLoop(ctx)
+		}()
+	}
+	defer wg.Wait()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -128,7 +155,9 @@ func (m *Manager) Sync(ctx context.Context) error {
 	}
 	for name := range m.loaded {
 		if _, ok := want[name]; !ok {
-			m.host.Unload(name)
+			if err := m.host.Unload(name); err != nil {
+				m.log.Warn("plugin unload", "plugin", name, "err", err)
+			}
 			delete(m.loaded, name)
 			m.log.Info("plugin unloaded", "plugin", name)
 		}
@@ -515,18 +544,34 @@ func (m *Manager) Apply(ctx context.Context, n core.Notification, body []byte, w
 	return m.apply(ctx, chain, len(own) > 0, n, body)
 }
 
-// Prepare computes the global chain's outcome for notification n on a
-// goroutine of its own, for Apply to find when a worker takes one of n's
-// deliveries. It returns at once; without a global chain it does nothing.
+// Prepare queues notification n for Run's preparers, which compute the
+// global chain's outcome for Apply to find when a worker takes one of n's
+// deliveries. It returns at once; without a global chain, or with
+// prepareQueue notifications waiting (Run not running, say), it does
+// nothing.
 func (m *Manager) Prepare(n core.Notification, body []byte) {
-	global := (*m.chains.Load())[core.GlobalChain]
-	if len(global) == 0 {
+	if len((*m.chains.Load())[core.GlobalChain]) == 0 {
 		return
 	}
-	go func() {
-		// A failure is Apply's to report: it computes the outcome again.
-		m.apply(context.Background(), global, false, n, body)
-	}()
+	select {
+	case m.prepare <- prepared{n, body}:
+	default:
+	}
+}
+
+// prepareLoop prepares queued notifications until ctx ends.
+func (m *Manager) prepareLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case p := <-m.prepare:
+			if global := (*m.chains.Load())[core.GlobalChain]; len(global) > 0 {
+				// A failure is Apply's to report: it computes the outcome again.
+				_, _ = m.apply(ctx, global, false, p.n, p.body)
+			}
+		}
+	}
 }
 
 // apply runs chain, which is the global chain alone unless own.

@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -346,6 +348,12 @@ func TestPrepareComputesTheGlobalOutcomeAhead(t *testing.T) {
 	body, _ := json.Marshal(vote)
 	calls := func() uint64 { return host.Stats().Calls }
 
+	// Run's preparers do the work.
+	rctx, stop := context.WithCancel(ctx)
+	running := make(chan struct{})
+	go func() { defer close(running); m.Run(rctx, time.Hour) }()
+	defer func() { stop(); <-running }()
+
 	before := calls()
 	m.Prepare(vote, body) // no global chain: nothing runs
 	if got := calls(); got != before {
@@ -379,5 +387,33 @@ func TestPrepareComputesTheGlobalOutcomeAhead(t *testing.T) {
 	// Webhook 7's chain runs after the global one, whose step it finds done.
 	if out, err := m.Apply(ctx, vote, body, 7); err != nil || out.Keep || calls() != prepared+1 {
 		t.Fatalf("a webhook's own chain: %+v %v, %d calls", out, err, calls()-prepared)
+	}
+}
+
+// TestPrepareIsBounded: Prepare starts no goroutine of its own. A burst of
+// notifications waits in a bounded queue for Run's preparers; with Run not
+// running, nothing is prepared and nothing grows.
+func TestPrepareIsBounded(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t, filepath.Join(t.TempDir(), "p.db"))
+	m, host := newManager(t, st, "")
+	if _, err := m.Upload(ctx, watPlugin(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetChain(ctx, core.GlobalChain, []core.ChainEntry{{Plugin: "wat-type-filter", Config: json.RawMessage(`{"types":["vote.cast"]}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	calls, goroutines := host.Stats().Calls, runtime.NumGoroutine()
+	for i := range 5000 {
+		vote := note(core.TypeVoteCast)
+		vote.ID = fmt.Sprintf("burst-%d", i)
+		body, _ := json.Marshal(vote)
+		m.Prepare(vote, body)
+	}
+	if got := host.Stats().Calls; got != calls {
+		t.Fatalf("Prepare made %d plugin calls without Run", got-calls)
+	}
+	if got := runtime.NumGoroutine(); got > goroutines+5 {
+		t.Fatalf("5,000 Prepares left %d goroutines, %d before", got, goroutines)
 	}
 }

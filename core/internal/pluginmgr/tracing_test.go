@@ -53,7 +53,7 @@ func TestApplyTracesEachPluginStep(t *testing.T) {
 			}
 			attrs := map[string]string{}
 			for _, kv := range s.Attributes {
-				attrs[string(kv.Key)] = kv.Value.Emit()
+				attrs[string(kv.Key)] = kv.Value.String()
 			}
 			if s.Name != "plugin wat-type-filter" || attrs["govgate.plugin.name"] != "wat-type-filter" || attrs["govgate.plugin.duration_ms"] == "" || s.EndTime.Before(s.StartTime) {
 				t.Fatalf("webhook %d: span %s %v", webhook, s.Name, attrs)

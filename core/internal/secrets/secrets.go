@@ -110,11 +110,11 @@ func LoadOrCreateKeyFile(path string, log *slog.Logger) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("create secret key file: %w", err)
 	}
-	defer f.Close()
-	if _, err := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n"); err != nil {
-		return nil, fmt.Errorf("write secret key file: %w", err)
+	_, err = f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
+	if err = errors.Join(err, f.Close()); err != nil {
 		return nil, fmt.Errorf("write secret key file: %w", err)
 	}
 	log.Warn("GOVGATE_SECRET_KEY is not set: generated a new key to encrypt webhook secrets; back it up, without it stored secrets cannot be read", "path", path)

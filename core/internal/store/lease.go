@@ -68,7 +68,8 @@ func (s *Store) TryChainLock(ctx context.Context, chainID uint64) (*ChainLease, 
 	l.release = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, chainLockKey(chainID))
+		// A failed unlock is undone by the close: the lock is the session's.
+		_, _ = conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, chainLockKey(chainID))
 		conn.Close()
 	}
 	go l.heartbeat()

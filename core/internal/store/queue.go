@@ -239,7 +239,13 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 		notes[r.ID] = note{n, r.Body, r.TraceParent}
 	}
 	rows.Close()
+	// A read that ended early must fail the claim: the deliveries it did
+	// not read about would look orphaned below. Their leases bring them back.
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim deliveries: load notifications: %w", err)
+	}
 	hooks := make(map[int64]claimedHook, len(wIDs))
+	inactive := map[int64]bool{}
 	rows, err = s.pool().QueryContext(ctx, s.bind(`SELECT id, url, state, secret_ciphertext, prev_secret_ciphertext, prev_secret_expires_at, ordered, max_per_second, burst FROM webhooks WHERE id IN (`+marks(len(wIDs))+`)`), wIDs...)
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: load webhooks: %w", err)
@@ -251,6 +257,7 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 			return nil, fmt.Errorf("claim deliveries: load webhooks: %w", err)
 		}
 		if h.State != string(core.WebhookActive) {
+			inactive[h.ID] = true
 			continue
 		}
 		ch, err := s.claimedHook(h, now)
@@ -261,16 +268,26 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 		hooks[h.ID] = ch
 	}
 	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim deliveries: load webhooks: %w", err)
+	}
 	jobs := make([]core.Job, 0, len(claimed))
 	for _, c := range claimed {
+		if inactive[c.webhook] {
+			// The webhook was deactivated between fan-out and claim; its
+			// deactivation canceled the rest.
+			if _, err := s.pool().ExecContext(ctx, s.bind(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND lease_token = ?`),
+				string(core.DeliveryCanceled), now, now, "webhook deactivated", c.id, token); err != nil {
+				return nil, fmt.Errorf("claim deliveries: cancel a deactivated webhook's delivery: %w", err)
+			}
+			continue
+		}
 		n, okN := notes[c.note]
 		h, okH := hooks[c.webhook]
 		if !okN || !okH {
-			// The webhook was deactivated between fan-out and claim; its
-			// deactivation canceled the rest.
-			s.pool().ExecContext(ctx, s.bind(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND lease_token = ?`),
-				string(core.DeliveryCanceled), now, now, "webhook deactivated", c.id, token)
-			continue
+			// Rows that reference each other cannot be missing: a read
+			// that came back short is a failed read, and cancels nothing.
+			return nil, fmt.Errorf("claim deliveries: delivery %d: its notification or webhook was not read", c.id)
 		}
 		j := core.Job{
 			DeliveryID: c.id, LeaseToken: token, LeaseExpires: now.Add(lease), Attempt: c.attempts,
@@ -340,8 +357,10 @@ func (s *Store) claimJoined(ctx context.Context, update string, args []any, toke
 	}
 	for _, id := range orphans {
 		// The webhook was deactivated between fan-out and claim.
-		s.pool().ExecContext(ctx, s.bind(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND lease_token = ?`),
-			string(core.DeliveryCanceled), now, now, "webhook deactivated", id, token)
+		if _, err := s.pool().ExecContext(ctx, s.bind(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND lease_token = ?`),
+			string(core.DeliveryCanceled), now, now, "webhook deactivated", id, token); err != nil {
+			return nil, fmt.Errorf("claim deliveries: cancel a deactivated webhook's delivery: %w", err)
+		}
 	}
 	return jobs, nil
 }

@@ -61,6 +61,10 @@ type Options struct {
 	// Tracer starts each new notification's trace; nil (the default) stores
 	// no trace context and costs nothing.
 	Tracer NotificationTracer
+
+	// sqliteDriver is the database/sql driver of SQLite: "" for the
+	// default; tests put a fault-injecting wrapper in (export_test.go).
+	sqliteDriver string
 }
 
 // Open connects to url ("sqlite:PATH" or "postgres://…"), runs pending
@@ -100,7 +104,7 @@ func Open(ctx context.Context, url string, cipher Cipher, opts Options) (*Store,
 		// the time does: the queue compares them in SQL, and databases
 		// written by earlier versions hold that form.
 		dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_time_format=sqlite"
-		db, err = gorm.Open(sqlite.Open(dsn), gcfg)
+		db, err = gorm.Open(sqlite.New(sqlite.Config{DriverName: opts.sqliteDriver, DSN: dsn}), gcfg)
 		dialect = SQLite
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		db, err = gorm.Open(postgres.Open(url), gcfg)
@@ -130,8 +134,7 @@ func Open(ctx context.Context, url string, cipher Cipher, opts Options) (*Store,
 	}
 	s := &Store{db: db, dialect: dialect, cipher: cipher, log: log, now: func() time.Time { return time.Now().UTC() }, tracer: opts.Tracer}
 	if err := s.migrate(ctx); err != nil {
-		sqlDB.Close()
-		return nil, err
+		return nil, errors.Join(err, sqlDB.Close())
 	}
 	return s, nil
 }
@@ -158,19 +161,6 @@ func (s *Store) Ping(ctx context.Context) error {
 		return err
 	}
 	return sqlDB.PingContext(ctx)
-}
-
-// isUniqueViolation reports whether err is a unique-constraint failure on
-// either database.
-func isUniqueViolation(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, gorm.ErrDuplicatedKey) {
-		return true
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "SQLSTATE 23505") || strings.Contains(msg, "duplicate key value")
 }
 
 func notFound(what string) error {

@@ -58,7 +58,7 @@ func TestNotificationRootSpan(t *testing.T) {
 			}
 			got := map[string]string{}
 			for _, kv := range root.Attributes {
-				got[string(kv.Key)] = kv.Value.Emit()
+				got[string(kv.Key)] = kv.Value.String()
 			}
 			for k, v := range tc.want {
 				if got[k] != v {

@@ -150,7 +150,7 @@ func cliRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	defer h.Close(ctx)
+	defer func() { _ = h.Close(ctx) }() // the command has answered; closing frees memory the exit frees too
 	p, samples, err := h.prepare(ctx, wasm)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -225,7 +225,7 @@ func cliTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	defer h.Close(ctx)
+	defer func() { _ = h.Close(ctx) }() // the command has answered; closing frees memory the exit frees too
 	info, samples, err := h.Check(ctx, wasm)
 	if err != nil {
 		fmt.Fprintln(stderr, err)

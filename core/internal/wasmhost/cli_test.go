@@ -10,6 +10,9 @@ import (
 )
 
 func TestCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long (runs the plugin CLI's commands one after another); not run with -short")
+	}
 	dir := t.TempDir()
 	plugin := filepath.Join(dir, "hostile.wasm")
 	if err := os.WriteFile(plugin, hostileWasm(t), 0o644); err != nil {

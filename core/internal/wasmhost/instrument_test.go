@@ -158,6 +158,9 @@ func realPlugins(tb testing.TB) map[string][]byte {
 // same every time (the compilation cache keys on it), compiles, and differs
 // from the original only in its code and globals.
 func TestInstrumentPlugins(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long (instruments and compiles every plugin of the repository); not run with -short")
+	}
 	t.Parallel()
 	check := func(t *testing.T, wasm []byte) {
 		out, err := instrument(wasm)

@@ -104,8 +104,7 @@ func NewPlugin(dir, name, lang, sdkDir string) ([]string, error) {
 			return err
 		}
 		if err := t.Execute(f, data); err != nil {
-			f.Close()
-			return err
+			return errors.Join(err, f.Close())
 		}
 		if err := f.Close(); err != nil {
 			return err

@@ -73,7 +73,7 @@ func cliServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return hello(serveHello{Error: err.Error()})
 	}
-	defer h.Close(ctx)
+	defer func() { _ = h.Close(ctx) }() // the command has answered; closing frees memory the exit frees too
 	info, err := h.Load(ctx, wasm)
 	if err != nil {
 		return hello(serveHello{Error: err.Error()})

@@ -80,7 +80,8 @@ func (u *UI) callOn(ctx context.Context, h http.Handler, method, path string, bo
 		var eb struct {
 			Error struct{ Code, Message, Field string }
 		}
-		json.Unmarshal(data, &eb)
+		// A body not in the API's error shape leaves Code and Message empty.
+		_ = json.Unmarshal(data, &eb)
 		return res.StatusCode, &apiError{Status: res.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message, Field: eb.Error.Field}
 	}
 	if out != nil && len(data) > 0 {

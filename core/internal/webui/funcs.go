@@ -16,14 +16,18 @@ import (
 // so that browsers refetch them after an upgrade despite caching.
 var assetVersion = func() string {
 	h := sha256.New()
-	fs.WalkDir(staticFS, "static", func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			b, _ := staticFS.ReadFile(path)
-			h.Write([]byte(path))
-			h.Write(b)
+	err := fs.WalkDir(staticFS, "static", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
-		return nil
+		b, err := staticFS.ReadFile(path)
+		h.Write([]byte(path))
+		h.Write(b)
+		return err
 	})
+	if err != nil {
+		panic("embedded static files: " + err.Error()) // a broken build, not a state to serve in
+	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }()
 

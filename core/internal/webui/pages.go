@@ -685,7 +685,7 @@ type notificationsData struct {
 	LiveSrc   string
 }
 
-var knownTypes = []string{core.TypeProposalCreated, core.TypeProposalActive, core.TypeVoteCast, core.TypeProposalEndingSoon, core.TypeProposalSucceeded, core.TypeProposalDefeated, core.TypeProposalQueued, core.TypeProposalExecuted, core.TypeProposalExpired, core.TypeProposalCanceled, core.TypeProposalExtended, core.TypeTest}
+var knownTypes = core.NotificationTypes()
 
 func (u *UI) notifications(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
@@ -694,7 +694,10 @@ func (u *UI) notifications(w http.ResponseWriter, r *http.Request, s *session) {
 		d.Limit = n
 	}
 	var daos struct{ Items []core.DAO }
-	u.get(r.Context(), "/admin/api/daos", &daos)
+	if err := u.get(r.Context(), "/admin/api/daos", &daos); err != nil {
+		// The page still lists notifications, without the DAO filter's choices.
+		u.log.Warn("admin page: list DAOs", "err", err)
+	}
 	d.DAOs = daos.Items
 	v := url.Values{"limit": {strconv.Itoa(d.Limit)}}
 	if d.DAO != "" {

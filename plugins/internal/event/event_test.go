@@ -6,9 +6,12 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/sdk"
 )
 
@@ -246,6 +249,34 @@ func TestAppendStringIsMarshal(t *testing.T) {
 			b[j] = alphabet[r.IntN(len(alphabet))]
 		}
 		check(string(b))
+	}
+}
+
+// TestDescribesEveryNotificationType words the JSON Schema's example of
+// every type in the gateway's list (core.NotificationTypes): none fails to
+// decode, and each gets a message of its own, except the types the chat
+// examples deliberately word generically (the type as the title), listed
+// here so that a new type needs a decision.
+func TestDescribesEveryNotificationType(t *testing.T) {
+	generic := []string{core.TypeDelegateChanged, core.TypeDelegateVotesChanged, core.TypeNotificationOrphaned}
+	for _, typ := range core.NotificationTypes() {
+		t.Run(typ, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "schemas", "examples", typ+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n sdk.Notification
+			if err := json.Unmarshal(raw, &n); err != nil {
+				t.Fatal(err)
+			}
+			m, err := Describe(n, Options{WeightDecimals: 18})
+			if err != nil {
+				t.Fatalf("describe the %s example: %v", typ, err)
+			}
+			if worded := m.Title != typ; worded == slices.Contains(generic, typ) {
+				t.Errorf("%s: title %q; the chat examples word it generically: %v", typ, m.Title, !worded)
+			}
+		})
 	}
 }
 

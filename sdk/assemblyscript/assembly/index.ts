@@ -36,6 +36,8 @@ abiV1();
 export const ABI_VERSION: i32 = 1;
 
 // Notification types the chain indexer emits; the admin API sends TYPE_TEST.
+// The gateway's list (core.NotificationTypes) is the one these follow: a
+// test there reads this file.
 export const TYPE_PROPOSAL_CREATED = "proposal.created";
 export const TYPE_VOTE_CAST = "vote.cast";
 export const TYPE_VOTE_OVERRIDDEN = "vote.overridden";
@@ -43,6 +45,18 @@ export const TYPE_PROPOSAL_QUEUED = "proposal.queued";
 export const TYPE_PROPOSAL_EXECUTED = "proposal.executed";
 export const TYPE_PROPOSAL_CANCELED = "proposal.canceled";
 export const TYPE_PROPOSAL_EXTENDED = "proposal.extended";
+// Time-driven: the confirmed head crossed a proposal's voteStart, voteEnd
+// (or a lead before it), or its ETA plus the timelock's grace period.
+export const TYPE_PROPOSAL_ACTIVE = "proposal.active";
+export const TYPE_PROPOSAL_ENDING_SOON = "proposal.ending_soon";
+export const TYPE_PROPOSAL_SUCCEEDED = "proposal.succeeded";
+export const TYPE_PROPOSAL_DEFEATED = "proposal.defeated";
+export const TYPE_PROPOSAL_EXPIRED = "proposal.expired";
+// The voting token's delegations.
+export const TYPE_DELEGATE_CHANGED = "delegate.changed";
+export const TYPE_DELEGATE_VOTES_CHANGED = "delegate.votes_changed";
+// A notification already sent came from blocks a reorganisation dropped.
+export const TYPE_NOTIFICATION_ORPHANED = "notification.orphaned";
 export const TYPE_TEST = "test";
 
 // ---- logs ----

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -162,15 +161,6 @@ func (p *proc) start() {
 		}
 	}
 	t.Fatalf("govgate did not start:\n%s", p.logs())
-}
-
-func listening(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
 }
 
 func (p *proc) logs() string {
@@ -396,5 +386,3 @@ func pgURL(t *testing.T) (string, *pgtest.Server) {
 	srv := pgtest.Shared(t)
 	return srv.NewDatabase(t), srv
 }
-
-var _ = strings.TrimSpace
