@@ -323,3 +323,25 @@ var (
 	testName = regexp.MustCompile(`\bTest[A-Z][A-Za-z0-9_]+`)
 	mdLink   = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 )
+
+// TestArchitectureDocMapsEveryPackage checks that the package map of the
+// architecture document names every package of the gateway, so a newcomer
+// finds each one there.
+func TestArchitectureDocMapsEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, err := os.ReadDir("internal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if !d.IsDir() || d.Name() == "dev" {
+			continue
+		}
+		if !strings.Contains(string(doc), "`core/internal/"+d.Name()+"`") {
+			t.Errorf("docs/architecture.md's package map does not name core/internal/%s", d.Name())
+		}
+	}
+}
