@@ -53,8 +53,10 @@ var layers = map[string][]string{
 	"web": {},
 	// Development tooling: the dev chain serves what the gateway connects
 	// to; the test servers and certificates serve the test suites.
-	"core/internal/dev/devchain":      {"core", "core/internal/chain"},
-	"core/internal/dev/pgtest":        {},
+	"core/internal/dev/devchain": {"core", "core/internal/chain"},
+	"core/internal/dev/pgtest":   {},
+	// The two-database test matrix every store-backed suite runs on.
+	"core/internal/dev/storetest":     {"core/internal/store", "core/internal/secrets", "core/internal/dev/pgtest"},
 	"core/internal/dev/rpcproxy":      {},
 	"core/internal/dev/testcert":      {},
 	"core/internal/dev/e2e":           {},
