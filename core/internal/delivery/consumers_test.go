@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -259,12 +260,18 @@ func TestRotationOverlapVerifiesWithEitherSecret(t *testing.T) {
 			t.Fatal(err)
 		}
 		newSecret, _ := signing.NewSecret()
-		const overlap = 5 * time.Second
+		// Long enough for any machine to deliver during it; the dispatcher's
+		// clock, not the test, then moves past its end (less than
+		// receiver.Tolerance ahead of the receivers' clocks).
+		const overlap = time.Minute
 		rot, err := st.RotateWebhookSecret(ctx, wh.ID, newSecret, overlap, core.ActorOwner)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := dispatch(t, st, rcv.srv)
+		var ahead atomic.Int64 // how far the dispatcher's clock runs ahead
+		d := dispatch(t, st, rcv.srv, func(c *delivery.Config) {
+			c.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+		})
 		notify := func(id string) {
 			if _, err := st.CreateNotificationHandoff(ctx, core.Notification{ID: id, Type: "test", DAO: "uniswap", OccurredAt: time.Now(), Data: json.RawMessage(`{"n":1}`)}, "test", d); err != nil {
 				t.Fatal(err)
@@ -301,10 +308,10 @@ func TestRotationOverlapVerifiesWithEitherSecret(t *testing.T) {
 			}
 		}
 
-		// After the overlap only the new secret verifies.
-		for time.Now().Before(rot.PreviousExpiresAt.Add(100 * time.Millisecond)) {
-			time.Sleep(50 * time.Millisecond) // the overlap's end is a wall-clock instant
-		}
+		// After the overlap only the new secret verifies. The store still
+		// hands out the previous secret until its own clock passes the end:
+		// the dispatcher, which signs, must judge the end itself.
+		ahead.Store(int64(time.Until(rot.PreviousExpiresAt) + time.Second))
 		for i := 0; i < 5; i++ {
 			notify(fmt.Sprintf("after-%d", i))
 		}

@@ -117,6 +117,13 @@ type Config struct {
 	// delivery (with a Tracer only). Headers are not signed: the signature
 	// covers the body's exact bytes.
 	TraceHeader bool
+
+	// Now is the clock attempts are signed by: each signature's timestamp,
+	// and whether a rotation's overlap with the previous secret has ended
+	// (default time.Now; tests move it past the end). Leases, throttles and
+	// retry times are the queue's, on its clock: the dispatcher judges them
+	// on the wall clock.
+	Now func() time.Time
 }
 
 // MaxResponseExcerpt is how much of a receiver's answer is recorded.
@@ -226,6 +233,9 @@ func New(cfg Config) (*Dispatcher, error) {
 	}
 	if cfg.RecordLinger <= 0 {
 		cfg.RecordLinger = recordLinger
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	return &Dispatcher{
 		cfg: cfg, log: cfg.Logger,
@@ -847,7 +857,7 @@ func (d *Dispatcher) send(ctx context.Context, j core.Job) core.AttemptResult {
 	}
 	// Each attempt is signed at send time, so its timestamp is fresh; during
 	// a rotation's overlap with the previous secret too.
-	now := time.Now()
+	now := d.cfg.Now()
 	if j.PreviousSecret != "" && now.Before(j.PreviousUntil) {
 		signing.SignRotated(req.Header, d.signer(j.Secret), d.signer(j.PreviousSecret), j.Notification.ID, now, body)
 	} else {

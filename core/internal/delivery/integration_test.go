@@ -83,6 +83,10 @@ func (r *rig) deliveries(t *testing.T, webhook int64) []core.DeliveryDetail {
 	return items
 }
 
+// waitUntil polls cond, which reads the store or a receiver, until it holds
+// or 15 s have passed. The dispatcher records its results from its own
+// goroutines, a batch at a time, and announces neither them nor its start:
+// there is no event to wait on, so the wait is a bounded poll.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
@@ -264,6 +268,8 @@ func TestParkedPastItsLeaseGoesBackToTheQueue(t *testing.T) {
 		mu.Lock()
 		seen[r.Header.Get("X-Webhook-Id")]++
 		mu.Unlock()
+		// Real time: the store issues leases on its own wall clock, which no
+		// test outside the store can move.
 		time.Sleep(400 * time.Millisecond)
 	}))
 	defer srv.Close()

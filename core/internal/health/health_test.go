@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -92,9 +93,10 @@ func TestRules(t *testing.T) {
 			t.Parallel()
 			clock := &fakeClock{}
 			clock.t.Store(t0.UnixNano())
+			rebuilt := newRebuilds()
 			m, err := health.NewMonitor(core.FixedDAOs{dao}, health.Sources{
 				PingDB:    func(context.Context) error { return tt.ping },
-				Upstreams: func(uint64) []health.Upstream { return tt.ups },
+				Upstreams: func(uint64) []health.Upstream { rebuilt.note(); return tt.ups },
 				Indexer: func(string) (health.IndexerStatus, bool) {
 					if tt.idx == nil {
 						return health.IndexerStatus{}, false
@@ -108,7 +110,7 @@ func TestRules(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go m.Run(ctx)
-			waitFor(t, 2*time.Second, "a database result", func() bool {
+			waitFor(t, 2*time.Second, "a database result", rebuilt, func() bool {
 				s, _ := m.Snapshot("acme")
 				return !s.Checks.Database.CheckedAt.IsZero()
 			})
@@ -142,30 +144,61 @@ func TestRules(t *testing.T) {
 }
 
 // TestHangingDatabaseDoesNotBlock pings a database that never answers:
-// the document turns fail after the probe timeout and reading it stays
-// instant.
+// the document turns fail once the probe timeout has passed on the
+// monitor's clock, and rebuilding and reading it stay instant.
 func TestHangingDatabaseDoesNotBlock(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
+	pinging := make(chan struct{})
+	var once sync.Once
+	clock := &fakeClock{}
+	clock.t.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	const probeTimeout = 100 * time.Millisecond
+	// Run rebuilds each minute: the test rebuilds after moving the clock, and no
+	// rebuild of Run's that read the clock before can land after it.
 	m, err := health.NewMonitor(core.FixedDAOs{dao}, health.Sources{
-		PingDB:    func(context.Context) error { <-block; return nil }, // ignores its context
+		PingDB: func(context.Context) error { // ignores its context
+			once.Do(func() { close(pinging) })
+			<-block
+			return nil
+		},
 		Upstreams: func(uint64) []health.Upstream { return []health.Upstream{{State: "closed"}} },
 		Indexer:   func(string) (health.IndexerStatus, bool) { return health.IndexerStatus{}, false },
-	}, health.Config{Interval: 20 * time.Millisecond, ProbeTimeout: 100 * time.Millisecond}, health.Options{Logger: quiet})
+	}, health.Config{Interval: time.Minute, ProbeTimeout: probeTimeout}, health.Options{Logger: quiet, Now: clock.now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go m.Run(ctx)
-	waitFor(t, 2*time.Second, "database fail", func() bool {
+	select {
+	case <-pinging:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run never pinged the database")
+	}
+	database := func() health.DatabaseCheck {
+		t.Helper()
+		rebuilt := make(chan struct{})
+		go func() { defer close(rebuilt); m.Refresh() }()
+		select {
+		case <-rebuilt:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Refresh waits for the hanging ping")
+		}
 		start := time.Now()
 		s, _ := m.Snapshot("acme")
 		if d := time.Since(start); d > 10*time.Millisecond {
 			t.Fatalf("Snapshot took %v", d)
 		}
-		return s.Checks.Database.Status == health.Fail
-	})
+		return s.Checks.Database
+	}
+	if c := database(); c.Status != health.Warn {
+		t.Fatalf("before the probe timeout, database check %+v; want warn, not checked yet", c)
+	}
+	clock.t.Add(int64(probeTimeout + time.Millisecond))
+	if c := database(); c.Status != health.Fail || !strings.Contains(c.Output, "no answer to a ping") {
+		t.Fatalf("after the probe timeout, database check %+v; want fail, no answer", c)
+	}
 }
 
 // switchable serves a handler on a fixed loopback address that can be
@@ -185,14 +218,9 @@ func (s *switchable) up(t *testing.T) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	var l net.Listener
-	var err error
-	for range 50 { // the port may linger briefly after Close
-		if l, err = net.Listen("tcp", addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// down closed the listener, and Go listens with SO_REUSEADDR: the
+	// connections it leaves in TIME_WAIT do not hold the port.
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,9 +272,11 @@ func TestUpstreamOutage(t *testing.T) {
 	go r.Run(ctx)
 
 	// The wiring core/cmd/govgate does: conversions, no adapters.
+	rebuilt := newRebuilds()
 	m, err := health.NewMonitor(core.FixedDAOs(c.DAOs()), health.Sources{
 		PingDB: func(context.Context) error { return nil },
 		Upstreams: func(uint64) []health.Upstream {
+			rebuilt.note()
 			var out []health.Upstream
 			for _, s := range gw.Status() {
 				out = append(out, health.Upstream(s))
@@ -265,11 +295,11 @@ func TestUpstreamOutage(t *testing.T) {
 	slug := c.OZ.Slug
 	status := func() health.Snapshot { s, _ := m.Snapshot(slug); return s }
 
-	waitFor(t, 10*time.Second, "pass", func() bool { return status().Status == health.Pass })
+	waitFor(t, 10*time.Second, "pass", rebuilt, func() bool { return status().Status == health.Pass })
 
 	up.down()
 	downAt := time.Now()
-	waitFor(t, 10*time.Second, "fail", func() bool { return status().Status == health.Fail })
+	waitFor(t, 10*time.Second, "fail", rebuilt, func() bool { return status().Status == health.Fail })
 	t.Logf("fail %v after the upstream went down: %s", time.Since(downAt).Round(time.Millisecond), status().Output)
 	s := status()
 	if s.Checks.Gateway.Upstreams[0].State != chain.StateOpen || s.Checks.Gateway.Status != health.Fail {
@@ -285,7 +315,7 @@ func TestUpstreamOutage(t *testing.T) {
 
 	up.up(t)
 	upAt := time.Now()
-	waitFor(t, 10*time.Second, "pass again", func() bool { return status().Status == health.Pass })
+	waitFor(t, 10*time.Second, "pass again", rebuilt, func() bool { return status().Status == health.Pass })
 	t.Logf("pass %v after the upstream came back", time.Since(upAt).Round(time.Millisecond))
 	if st := gw.Status()[0]; st.State != chain.StateClosed || st.TotalFailures == 0 {
 		t.Fatalf("upstream %+v", st)
@@ -416,14 +446,32 @@ func (s *cursorStore) Rollback(_ context.Context, _ uint64, to indexer.BlockRef)
 	return nil
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+// rebuilds signals a monitor's rebuilds of its documents: a test's
+// Upstreams source notes each call. The monitor asks for the upstreams in
+// every rebuild, one rebuild at a time, so each call says that the rebuild
+// before it has stored its documents.
+type rebuilds chan struct{}
+
+func newRebuilds() rebuilds { return make(rebuilds, 1) }
+
+func (r rebuilds) note() {
+	select {
+	case r <- struct{}{}:
+	default:
+	}
+}
+
+// waitFor checks cond after each rebuild, since only a rebuild changes a
+// document, until it holds or d has passed.
+func waitFor(t *testing.T, d time.Duration, what string, rebuilt rebuilds, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.After(d)
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-rebuilt:
+		case <-deadline:
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -263,11 +263,7 @@ func ownerRoutes(e *gin.Engine, cfg WebhookServiceConfig, log *slog.Logger, read
 	if !ok {
 		return
 	}
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
-	}
-	auth := ownerAuth{store: st, token: cfg.AdminToken, now: now}
+	auth := ownerAuth{store: st, token: cfg.AdminToken, now: cfg.Now}
 	// body reads a signed JSON body, its url, and who sent it.
 	body := func(c *gin.Context, allowed ...string) (map[string]json.RawMessage, owner, bool) {
 		obj, raw, err := readJSONObjectRaw(c, MaxRequestBody)

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/internal/dev/pgtest"
@@ -116,12 +117,14 @@ type env struct {
 }
 
 // options change an environment's configuration from the defaults: private
-// URLs refused, a rate limit no test reaches, admin token adminToken.
+// URLs refused, a rate limit no test reaches, admin token adminToken, the
+// wall clock.
 type options struct {
 	allowPrivate  bool
 	ratePerMinute float64
 	burst         int
 	token         *string
+	now           func() time.Time
 }
 
 func newEnv(t *testing.T, b backend, o options) *env {
@@ -139,7 +142,7 @@ func newEnv(t *testing.T, b backend, o options) *env {
 	e := &env{store: s, where: where, logs: logs}
 	e.webhooks = httptest.NewServer(httpapi.NewWebhookService(httpapi.WebhookServiceConfig{
 		Registry: s, NewSecret: signing.NewSecret, AllowPrivate: o.allowPrivate,
-		RatePerMinute: o.ratePerMinute, Burst: o.burst, Logger: log, AdminToken: token, DAOs: daos,
+		RatePerMinute: o.ratePerMinute, Burst: o.burst, Logger: log, AdminToken: token, DAOs: daos, Now: o.now,
 	}))
 	t.Cleanup(e.webhooks.Close)
 	e.admin = httptest.NewServer(httpapi.NewAdmin(httpapi.AdminConfig{Store: s, DAOs: core.FixedDAOs(daos), Token: token, Logger: log}))

@@ -94,7 +94,15 @@ func hexHash(b byte) string { return "0x" + strings.Repeat(fmt.Sprintf("%02x", b
 // indexer). It returns once healthy's database check has a ping.
 func startMonitor(t *testing.T, s *store.Store, log *slog.Logger) *health.Monitor {
 	t.Helper()
+	// The monitor asks for the chains' upstreams in every rebuild of its
+	// documents, one rebuild at a time: each ask says that the rebuild
+	// before it has stored its documents, which only rebuilds change.
+	rebuilt := make(chan struct{}, 1)
 	upstreams := func(chainID uint64) []health.Upstream {
+		select {
+		case rebuilt <- struct{}{}:
+		default:
+		}
 		now := time.Now()
 		switch chainID {
 		case 1:
@@ -135,11 +143,15 @@ func startMonitor(t *testing.T, s *store.Store, log *slog.Logger) *health.Monito
 	done := make(chan struct{})
 	go func() { defer close(done); mon.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	// Healthy passes once a rebuild follows the first ping's answer.
+	deadline := time.After(10 * time.Second)
+	for {
 		if snap, _ := mon.Snapshot("healthy"); snap.Status == health.Pass {
 			return mon
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-rebuilt:
+		case <-deadline:
 			snap, _ := mon.Snapshot("healthy")
 			t.Fatalf("healthy never passed: %+v", snap)
 		}

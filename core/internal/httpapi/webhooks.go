@@ -41,8 +41,8 @@ type WebhookServiceConfig struct {
 	DAOs []core.DAO
 	// AdminToken lets the operator do what an owner's signature does.
 	AdminToken string
-	// Now is the clock owner signatures are checked against (default
-	// time.Now).
+	// Now is the clock that owner signatures are checked against and the
+	// rate limiter's buckets refill by (default time.Now).
 	Now func() time.Time
 }
 
@@ -61,11 +61,14 @@ type RegistrationResponse struct {
 // owner manage it with signed requests.
 func NewWebhookService(cfg WebhookServiceConfig) http.Handler {
 	log := cfg.Logger
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	e := newEngine(log)
 	// Registered before the rate limiter, which gin applies only to the
 	// routes that come after it: reading the document costs no token.
 	e.GET("/openapi.yaml", serveOpenAPI)
-	limit := newRateLimiter(cfg.RatePerMinute, cfg.Burst)
+	limit := newRateLimiter(cfg.RatePerMinute, cfg.Burst, cfg.Now)
 	e.Use(limit.middleware(log))
 
 	normalize := func(c *gin.Context, raw string) (string, bool) {
@@ -147,6 +150,7 @@ type rateLimiter struct {
 	burst     int
 	clients   map[string]*client
 	lastSweep time.Time
+	now       func() time.Time
 }
 
 type client struct {
@@ -154,8 +158,8 @@ type client struct {
 	seen time.Time
 }
 
-func newRateLimiter(perMinute float64, burst int) *rateLimiter {
-	return &rateLimiter{perSec: rate.Limit(perMinute / 60), burst: burst, clients: map[string]*client{}}
+func newRateLimiter(perMinute float64, burst int, now func() time.Time) *rateLimiter {
+	return &rateLimiter{perSec: rate.Limit(perMinute / 60), burst: burst, clients: map[string]*client{}, now: now}
 }
 
 func (l *rateLimiter) reserve(key string, now time.Time) time.Duration {
@@ -185,7 +189,7 @@ func (l *rateLimiter) reserve(key string, now time.Time) time.Duration {
 
 func (l *rateLimiter) middleware(log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if wait := l.reserve(c.ClientIP(), time.Now()); wait > 0 {
+		if wait := l.reserve(c.ClientIP(), l.now()); wait > 0 {
 			c.Header("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 			writeError(c, log, core.Errorf(core.ECodeRateLimited, "too many requests; retry after %d s", int(math.Ceil(wait.Seconds()))))
 			return

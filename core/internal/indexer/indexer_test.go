@@ -584,37 +584,53 @@ func TestLeaseTakeover(t *testing.T) {
 		return r
 	}
 	a, b := mk(), mk()
+	// Either runner's rounds: each may have changed what the test waits for.
+	rounds := make(chan struct{}, 1)
+	a.afterRound = func() { signal(rounds) }
+	b.afterRound = a.afterRound
 	ctxA, stopA := context.WithCancel(context.Background())
 	ctxB, stopB := context.WithCancel(context.Background())
 	defer stopB()
 	doneA := make(chan struct{})
 	go func() { a.Run(ctxA); close(doneA) }()
-	waitFor(t, 5*time.Second, "a leads", func() bool { s, _ := a.Status(c.OZ.Slug); return s.Leader && s.CaughtUp })
+	waitFor(t, 5*time.Second, "a leads", rounds, func() bool { s, _ := a.Status(c.OZ.Slug); return s.Leader && s.CaughtUp })
 	go b.Run(ctxB)
 	// b has tried the lock once it has checked the chain; a holds it.
-	waitFor(t, 5*time.Second, "b checks", func() bool { s, _ := b.Status(c.OZ.Slug); return !s.LastCheckedAt.IsZero() })
+	waitFor(t, 5*time.Second, "b checks", rounds, func() bool { s, _ := b.Status(c.OZ.Slug); return !s.LastCheckedAt.IsZero() })
 	if s, _ := b.Status(c.OZ.Slug); s.Leader || s.LastCheckedAt.IsZero() {
 		t.Fatalf("b while a leads: %+v", s)
 	}
 	stopA()
 	<-doneA
 	stoppedAt := time.Now()
-	waitFor(t, 5*time.Second, "b leads", func() bool { s, _ := b.Status(c.OZ.Slug); return s.Leader })
+	waitFor(t, 5*time.Second, "b leads", rounds, func() bool { s, _ := b.Status(c.OZ.Slug); return s.Leader })
 	t.Logf("took over in %v", time.Since(stoppedAt))
 	head, _ := c.Head(context.Background())
-	waitFor(t, 5*time.Second, "b indexes", func() bool {
+	waitFor(t, 5*time.Second, "b indexes", rounds, func() bool {
 		cur, _, _ := store.Cursor(context.Background(), c.OZ.Slug)
 		return cur.Block >= head.Number.Uint64()
 	})
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+// signal notes an event on ch without waiting: one pending note is enough
+// for a waiter that rechecks its condition.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// waitFor checks cond after each event on changed until it holds or d has
+// passed.
+func waitFor(t *testing.T, d time.Duration, what string, changed <-chan struct{}, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.After(d)
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-changed:
+		case <-deadline:
 			t.Fatalf("timed out waiting until %s", what)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -79,6 +79,12 @@ type Runner struct {
 	failures     int   // failed polls in a row
 	progress     progressLog
 	sweeps       sweeps // catch-ups under way
+	// afterRound, when set (by tests, before Run), runs after each round
+	// of Run: a poll while leading, a lease try and a read of the store's
+	// cursors while not. Leadership, checks and cursors change in rounds
+	// (a sweep's end starts one): a test waits for them round by round
+	// instead of polling.
+	afterRound func()
 
 	// headMu is held while the shared cursor moves; a sweep takes it to
 	// join the shared cursor. It guards shared and ready.
@@ -316,6 +322,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			r.applyWanted()
 			r.follow(ctx)
 		}
+		r.roundDone()
 		select {
 		case <-ctx.Done():
 		case <-r.wake:
@@ -323,6 +330,12 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+func (r *Runner) roundDone() {
+	if r.afterRound != nil {
+		r.afterRound()
+	}
 }
 
 func (r *Runner) retryDelay(wasLeader bool) time.Duration {
@@ -368,6 +381,7 @@ func (r *Runner) lead(ctx context.Context, lease Lease) {
 			r.failures = 0
 		}
 		r.logProgress()
+		r.roundDone()
 		select {
 		case <-ctx.Done():
 			select {

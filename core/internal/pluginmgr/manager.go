@@ -65,6 +65,9 @@ type Manager struct {
 
 	// prepare queues notifications for Run's preparers (Prepare).
 	prepare chan prepared
+	// onPrepared, when set (by tests, before Run), runs after each
+	// notification a preparer has prepared.
+	onPrepared func()
 }
 
 // prepared is a notification whose global chain's outcome Prepare asked
@@ -569,6 +572,9 @@ func (m *Manager) prepareLoop(ctx context.Context) {
 			if global := (*m.chains.Load())[core.GlobalChain]; len(global) > 0 {
 				// A failure is Apply's to report: it computes the outcome again.
 				_, _ = m.apply(ctx, global, false, p.n, p.body)
+			}
+			if m.onPrepared != nil {
+				m.onPrepared()
 			}
 		}
 	}

@@ -348,7 +348,14 @@ func TestPrepareComputesTheGlobalOutcomeAhead(t *testing.T) {
 	body, _ := json.Marshal(vote)
 	calls := func() uint64 { return host.Stats().Calls }
 
-	// Run's preparers do the work.
+	// Run's preparers do the work, and say when they have.
+	prepared := make(chan struct{}, 8)
+	pluginmgr.OnPrepared(m, func() {
+		select {
+		case prepared <- struct{}{}:
+		default:
+		}
+	})
 	rctx, stop := context.WithCancel(ctx)
 	running := make(chan struct{})
 	go func() { defer close(running); m.Run(rctx, time.Hour) }()
@@ -367,13 +374,14 @@ func TestPrepareComputesTheGlobalOutcomeAhead(t *testing.T) {
 	}
 	before = calls() // waking the plugin for the chains ran its samples
 	m.Prepare(vote, body)
-	deadline := time.Now().Add(5 * time.Second)
-	for calls() == before && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	select {
+	case <-prepared:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the notification was never prepared")
 	}
-	prepared := calls()
-	if prepared != before+1 {
-		t.Fatalf("Prepare made %d plugin calls, want 1", prepared-before)
+	afterPrepare := calls()
+	if afterPrepare != before+1 {
+		t.Fatalf("Prepare made %d plugin calls, want 1", afterPrepare-before)
 	}
 	for _, webhook := range []int64{1, 2, 3} {
 		out, err := m.Apply(ctx, vote, body, webhook)
@@ -381,12 +389,12 @@ func TestPrepareComputesTheGlobalOutcomeAhead(t *testing.T) {
 			t.Fatalf("webhook %d: %+v %v", webhook, out, err)
 		}
 	}
-	if got := calls(); got != prepared {
-		t.Fatalf("deliveries after Prepare made %d more plugin calls", got-prepared)
+	if got := calls(); got != afterPrepare {
+		t.Fatalf("deliveries after Prepare made %d more plugin calls", got-afterPrepare)
 	}
 	// Webhook 7's chain runs after the global one, whose step it finds done.
-	if out, err := m.Apply(ctx, vote, body, 7); err != nil || out.Keep || calls() != prepared+1 {
-		t.Fatalf("a webhook's own chain: %+v %v, %d calls", out, err, calls()-prepared)
+	if out, err := m.Apply(ctx, vote, body, 7); err != nil || out.Keep || calls() != afterPrepare+1 {
+		t.Fatalf("a webhook's own chain: %+v %v, %d calls", out, err, calls()-afterPrepare)
 	}
 }
 
