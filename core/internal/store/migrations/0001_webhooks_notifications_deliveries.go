@@ -66,5 +66,5 @@ func migrate0001(tx *gorm.DB) error {
 }
 
 func rollback0001(tx *gorm.DB) error {
-	return tx.Migrator().DropTable("delivery_attempts", "deliveries", "notifications", "webhooks")
+	return dropTables(tx, "delivery_attempts", "deliveries", "notifications", "webhooks")
 }

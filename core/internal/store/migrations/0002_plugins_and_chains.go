@@ -27,5 +27,5 @@ func migrate0002(tx *gorm.DB) error {
 }
 
 func rollback0002(tx *gorm.DB) error {
-	return tx.Migrator().DropTable("plugin_chains", "plugins")
+	return dropTables(tx, "plugin_chains", "plugins")
 }

@@ -70,5 +70,5 @@ func migrate0003(tx *gorm.DB) error {
 }
 
 func rollback0003(tx *gorm.DB) error {
-	return tx.Migrator().DropTable("votes", "proposal_revisions", "proposals", "chain_blocks", "chain_cursors")
+	return dropTables(tx, "votes", "proposal_revisions", "proposals", "chain_blocks", "chain_cursors")
 }

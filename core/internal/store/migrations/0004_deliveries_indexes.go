@@ -14,7 +14,8 @@ func migrate0004(tx *gorm.DB) error {
 }
 
 func rollback0004(tx *gorm.DB) error {
-	if err := tx.Exec(`CREATE INDEX ix_deliveries_webhook ON deliveries (webhook_id)`).Error; err != nil {
+	// As 0001 made it.
+	if err := createIndexAsMigrator(tx, "INDEX", "ix_deliveries_webhook", "deliveries", "webhook_id"); err != nil {
 		return err
 	}
 	return tx.Exec(`DROP INDEX ix_deliveries_webhook_id`).Error

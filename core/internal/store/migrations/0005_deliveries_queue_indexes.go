@@ -30,8 +30,11 @@ func migrate0005(tx *gorm.DB) error {
 }
 
 func rollback0005(tx *gorm.DB) error {
+	// As 0001 made it.
+	if err := createIndexAsMigrator(tx, "UNIQUE INDEX", "ux_deliveries_notification_webhook", "deliveries", "notification_id", "webhook_id"); err != nil {
+		return err
+	}
 	for _, q := range []string{
-		`CREATE UNIQUE INDEX ux_deliveries_notification_webhook ON deliveries (notification_id, webhook_id)`,
 		`CREATE INDEX ix_deliveries_webhook_id ON deliveries (webhook_id, id)`,
 		`DROP INDEX ix_deliveries_webhook_done`,
 	} {

@@ -60,5 +60,5 @@ func rollback0008(tx *gorm.DB) error {
 	if err := tx.Exec(`DROP INDEX ix_votes_voter`).Error; err != nil {
 		return err
 	}
-	return tx.Migrator().DropTable("delegated_powers", "delegations", "delegates", "token_events")
+	return dropTables(tx, "delegated_powers", "delegations", "delegates", "token_events")
 }

@@ -40,10 +40,15 @@ func migrate0010(tx *gorm.DB) error {
 }
 
 func rollback0010(tx *gorm.DB) error {
+	// As 0008 made them.
+	for _, ix := range []struct{ name, column string }{
+		{"ix_delegates_power", "power_key"}, {"ix_delegates_delegators", "delegators"}, {"ix_delegates_votes", "votes_cast"},
+	} {
+		if err := createIndexAsMigrator(tx, "INDEX", ix.name, "delegates", "dao", ix.column, "address"); err != nil {
+			return err
+		}
+	}
 	for _, q := range []string{
-		`CREATE INDEX ix_delegates_power ON delegates (dao, power_key, address)`,
-		`CREATE INDEX ix_delegates_delegators ON delegates (dao, delegators, address)`,
-		`CREATE INDEX ix_delegates_votes ON delegates (dao, votes_cast, address)`,
 		`DROP INDEX ix_delegates_listed_power`,
 		`DROP INDEX ix_delegates_listed_delegators`,
 		`DROP INDEX ix_delegates_listed_votes`,

@@ -10,10 +10,12 @@
 package migrations
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/go-gormigrate/gormigrate/v2"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // all are the migrations in ID order; a new one goes at the end, in a file
@@ -53,3 +55,32 @@ func Options() *gormigrate.Options {
 
 // New returns the migrations on db, run in the caller's transaction.
 func New(db *gorm.DB) *gormigrate.Gormigrate { return gormigrate.New(db, Options(), All()) }
+
+// dropTables drops tables in order with plain DROP TABLE statements. The
+// SQLite migrator's DropTable would ask the pool for a second connection
+// (for its foreign-key PRAGMAs) while the migration's transaction holds the
+// only one, and wait for ever.
+func dropTables(tx *gorm.DB, tables ...string) error {
+	for _, t := range tables {
+		if err := tx.Exec("DROP TABLE " + t).Error; err != nil {
+			return fmt.Errorf("drop table %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// createIndexAsMigrator creates an index with the statement GORM's migrator
+// ran for an index tag, identifiers quoted by the dialect. SQLite keeps an
+// index's statement as written, so a down migration that brings back an
+// index 0001's migrator made must write it the same way to leave the same
+// schema.
+func createIndexAsMigrator(tx *gorm.DB, kind, name, table string, columns ...string) error {
+	cols := make([]any, len(columns))
+	for i, c := range columns {
+		cols[i] = clause.Column{Name: c}
+	}
+	if err := tx.Exec("CREATE "+kind+" ? ON ??", clause.Column{Name: name}, clause.Table{Name: table}, cols).Error; err != nil {
+		return fmt.Errorf("create index %s: %w", name, err)
+	}
+	return nil
+}
