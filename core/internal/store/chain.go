@@ -213,9 +213,7 @@ func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) error {
 			Hash  string
 		}
 		q := tx.Table("chain_cursors").Select("block", "hash").Where("dao = ?", b.DAO).Limit(1)
-		if s.dialect == Postgres {
-			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-		}
+		q = s.dialect.lockForUpdate(q)
 		if err := q.Find(&cur).Error; err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/govgate/govgate/core"
 )
@@ -108,11 +107,9 @@ func rowOf(d core.DAO) daoRow {
 // says what the store has.
 func (s *Store) SeedDAOs(ctx context.Context, daos []core.DAO) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if s.dialect == Postgres {
-			// Processes starting together seed one after the other.
-			if err := tx.Exec("SELECT pg_advisory_xact_lock(727100002)").Error; err != nil {
-				return err
-			}
+		// Processes starting together seed one after the other.
+		if err := s.dialect.serializeSeeding(tx); err != nil {
+			return err
 		}
 		var rows []daoRow
 		if err := tx.Find(&rows).Error; err != nil {
@@ -254,9 +251,7 @@ func (s *Store) UpdateDAO(ctx context.Context, d core.DAO) (core.DAO, error) {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var old []daoRow
 		q := tx.Where("slug = ?", d.Slug).Limit(1)
-		if s.dialect == Postgres {
-			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-		}
+		q = s.dialect.lockForUpdate(q)
 		if err := q.Find(&old).Error; err != nil {
 			return err
 		}

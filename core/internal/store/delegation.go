@@ -260,50 +260,7 @@ func (s *Store) insertTokenEvents(tx *gorm.DB, rows []tokenEventRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	q, ctx := txQuerier(tx), tx.Statement.Context
-	if s.dialect == Postgres {
-		// COPY cannot skip a row that is there already, as the INSERT
-		// below does; none is, unless the store was changed behind the
-		// indexer's back, and the cursor row the batch holds locked keeps
-		// other writers of the DAO out until it commits.
-		var taken bool
-		first, last := rows[0], rows[len(rows)-1]
-		if err := tx.Statement.ConnPool.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM token_events WHERE chain_id = $1 AND block_number BETWEEN $2 AND $3 AND dao = $4)`,
-			int64(first.ChainID), int64(first.BlockNumber), int64(last.BlockNumber), first.DAO).Scan(&taken); err != nil {
-			return err
-		}
-		if !taken && inLogOrder(rows) {
-			return copyTokenEvents(ctx, q, rows)
-		}
-		n := len(rows)
-		block, logIndex := make([]int64, n), make([]int64, n)
-		kind := make([]int16, n)
-		txHash, account, from, to, moved, prev, next := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		at := make([]time.Time, n)
-		for i, r := range rows {
-			block[i], logIndex[i], kind[i] = int64(r.BlockNumber), int64(r.LogIndex), int16(r.Kind)
-			txHash[i], account[i], from[i], to[i], moved[i], prev[i], next[i] = r.TxHash, r.Account, r.FromDelegate, r.ToDelegate, r.Moved, r.PreviousVotes, r.NewVotes
-			at[i] = r.At
-		}
-		_, err := q.ExecContext(ctx, `INSERT INTO token_events (`+tokenEventColumns+`)
-			SELECT $1, $2, * FROM unnest($3::bigint[], $4::text[], $5::bigint[], $6::smallint[], $7::text[], $8::text[], $9::text[],
-				$10::text[], $11::text[], $12::text[], $13::timestamptz[])
-			ON CONFLICT DO NOTHING`,
-			first.DAO, int64(first.ChainID), block, txHash, logIndex, kind, account, from, to, moved, prev, next, at)
-		return err
-	}
-	stmt, err := txPrepare(tx, `INSERT INTO token_events (`+tokenEventColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
-	for _, r := range rows {
-		if _, err := stmt.ExecContext(ctx, r.DAO, r.ChainID, r.BlockNumber, r.TxHash, r.LogIndex, r.Kind, r.Account, r.FromDelegate, r.ToDelegate,
-			r.Moved, r.PreviousVotes, r.NewVotes, r.At); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.dialect.insertTokenEvents(tx, rows)
 }
 
 // inLogOrder reports whether rows, all of one DAO, are in strictly
@@ -363,39 +320,13 @@ func (c *copyFrom) RewriteQuery(ctx context.Context, conn *pgx.Conn, _ string, _
 func (s *Store) upsertDelegations(tx *gorm.DB, list []delegationRow) error {
 	const conflict = ` ON CONFLICT (dao, delegator) DO UPDATE SET delegate = excluded.delegate, since_block = excluded.since_block,
 		since_at = excluded.since_at, tx_hash = excluded.tx_hash`
-	ctx := tx.Statement.Context
-	if s.dialect == Postgres {
-		n := len(list)
-		delegator, delegate, txHash := make([]string, n), make([]string, n), make([]string, n)
-		since, at := make([]int64, n), make([]time.Time, n)
-		for i, d := range list {
-			delegator[i], delegate[i], since[i], at[i], txHash[i] = d.Delegator, d.Delegate, int64(d.SinceBlock), d.SinceAt, d.TxHash
-		}
-		_, err := txQuerier(tx).ExecContext(ctx, `INSERT INTO delegations (dao, delegator, delegate, since_block, since_at, tx_hash)
-			SELECT $1, * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::timestamptz[], $6::text[])`+conflict,
-			list[0].DAO, delegator, delegate, since, at, txHash)
-		return err
-	}
-	stmt, err := txPrepare(tx, `INSERT INTO delegations (dao, delegator, delegate, since_block, since_at, tx_hash) VALUES (?, ?, ?, ?, ?, ?)`+conflict)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
-	for _, d := range list {
-		if _, err := stmt.ExecContext(ctx, d.DAO, d.Delegator, d.Delegate, d.SinceBlock, d.SinceAt, d.TxHash); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.dialect.upsertDelegations(tx, list, conflict)
 }
 
 // upsertDelegates folds a batch's changes, one row per delegate, into the
 // stored delegate rows (see applyTokens), as upsertDelegations writes.
 func (s *Store) upsertDelegates(tx *gorm.DB, out []delegateRow) error {
-	greatest := "GREATEST"
-	if s.dialect != Postgres {
-		greatest = "MAX"
-	}
+	greatest := s.dialect.greatest()
 	conflict := ` ON CONFLICT (dao, address) DO UPDATE SET
 		power = CASE WHEN excluded.power_block > 0 THEN excluded.power ELSE delegates.power END,
 		power_key = CASE WHEN excluded.power_block > 0 THEN excluded.power_key ELSE delegates.power_key END,
@@ -406,33 +337,7 @@ func (s *Store) upsertDelegates(tx *gorm.DB, out []delegateRow) error {
 		last_vote_at = CASE WHEN delegates.last_vote_at IS NULL OR excluded.last_vote_at > delegates.last_vote_at THEN excluded.last_vote_at ELSE delegates.last_vote_at END,
 		updated_block = ` + greatest + `(delegates.updated_block, excluded.updated_block)`
 	const cols = "dao, address, power, power_key, power_block, delegators, votes_cast, first_power_block, last_vote_at, updated_block"
-	ctx := tx.Statement.Context
-	if s.dialect == Postgres {
-		n := len(out)
-		address, power, key := make([]string, n), make([]string, n), make([]string, n)
-		powerBlock, delegators, votes, first, updated := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		lastVote := make([]*time.Time, n)
-		for i, r := range out {
-			address[i], power[i], key[i] = r.Address, r.Power, r.PowerKey
-			powerBlock[i], delegators[i], votes[i], first[i], updated[i] = int64(r.PowerBlock), r.Delegators, r.VotesCast, int64(r.FirstPowerBlock), int64(r.UpdatedBlock)
-			lastVote[i] = r.LastVoteAt
-		}
-		_, err := txQuerier(tx).ExecContext(ctx, `INSERT INTO delegates (`+cols+`)
-			SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::timestamptz[], $10::bigint[])`+conflict,
-			out[0].DAO, address, power, key, powerBlock, delegators, votes, first, lastVote, updated)
-		return err
-	}
-	stmt, err := txPrepare(tx, `INSERT INTO delegates (`+cols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`+conflict)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
-	for _, r := range out {
-		if _, err := stmt.ExecContext(ctx, r.DAO, r.Address, r.Power, r.PowerKey, r.PowerBlock, r.Delegators, r.VotesCast, r.FirstPowerBlock, r.LastVoteAt, r.UpdatedBlock); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.dialect.upsertDelegates(tx, out, cols, conflict)
 }
 
 // tokenAccounts are the accounts whose delegation rows a rollback above a
@@ -794,10 +699,7 @@ func decodeCursor(c string) (string, string, error) {
 // 500 rows of 13 columns spent 64% of a delegation backfill's CPU there,
 // so SQLite gets short statements.
 func (s *Store) rowsPerInsert() int {
-	if s.dialect == Postgres {
-		return 500
-	}
-	return sqliteRowsPerInsert
+	return s.dialect.rowsPerInsert()
 }
 
 // sqliteRowsPerInsert is rowsPerInsert on SQLite.
@@ -806,16 +708,5 @@ var sqliteRowsPerInsert = 50
 // TableBytes returns the bytes PostgreSQL's tables take with their indexes
 // and TOAST (pg_total_relation_size); SQLite has no such figure: 0.
 func (s *Store) TableBytes(ctx context.Context, tables ...string) (int64, error) {
-	if s.dialect != Postgres {
-		return 0, nil
-	}
-	var n int64
-	for _, t := range tables {
-		var v int64
-		if err := s.db.WithContext(ctx).Raw(`SELECT pg_total_relation_size(?::regclass)`, t).Scan(&v).Error; err != nil {
-			return 0, fmt.Errorf("size of %s: %w", t, err)
-		}
-		n += v
-	}
-	return n, nil
+	return s.dialect.tableBytes(ctx, s.db, tables...)
 }

@@ -164,139 +164,15 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration, exclu
 		}
 	}
 	args = append(args, limit)
-	lock := ""
-	if s.dialect == Postgres {
-		lock = " FOR UPDATE SKIP LOCKED"
-	}
-	q := s.bind(`UPDATE deliveries SET state = ?, lease_token = ?, next_attempt_at = ?, attempts = attempts + 1, updated_at = ?
-		WHERE id IN (SELECT id FROM deliveries WHERE ` + where + ` ORDER BY next_attempt_at, id LIMIT ?` + lock + `)
-		RETURNING id, notification_id, webhook_id, attempts`)
-	if s.dialect == Postgres {
-		// One round trip: the claimed rows come back with their
-		// notification and webhook.
-		return s.claimJoined(ctx, q, args, token, now, now.Add(lease))
-	}
-	type claim struct {
-		id, webhook int64
-		note        string
-		attempts    int
-	}
-	var claimed []claim
-	rows, err := s.pool().QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("claim deliveries: %w", err)
-	}
-	for rows.Next() {
-		var c claim
-		if err := rows.Scan(&c.id, &c.note, &c.webhook, &c.attempts); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("claim deliveries: %w", err)
-		}
-		claimed = append(claimed, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim deliveries: %w", err)
-	}
-	if len(claimed) == 0 {
-		return nil, nil
-	}
-	var nIDs, wIDs []any
-	seenN, seenW := map[string]bool{}, map[int64]bool{}
-	for _, c := range claimed {
-		if !seenN[c.note] {
-			seenN[c.note] = true
-			nIDs = append(nIDs, c.note)
-		}
-		if !seenW[c.webhook] {
-			seenW[c.webhook] = true
-			wIDs = append(wIDs, c.webhook)
-		}
-	}
-	// Each notification is decoded once per claim, however many of its
-	// deliveries the claim holds.
-	type note struct {
-		n           core.Notification
-		body        []byte
-		traceParent string
-	}
-	notes := make(map[string]note, len(nIDs))
-	rows, err = s.pool().QueryContext(ctx, s.bind(`SELECT id, body, trace_parent FROM notifications WHERE id IN (`+marks(len(nIDs))+`)`), nIDs...)
-	if err != nil {
-		return nil, fmt.Errorf("claim deliveries: load notifications: %w", err)
-	}
-	for rows.Next() {
-		var r notificationRow
-		if err := rows.Scan(&r.ID, &r.Body, &r.TraceParent); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("claim deliveries: load notifications: %w", err)
-		}
-		n, err := r.domain()
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		notes[r.ID] = note{n, r.Body, r.TraceParent}
-	}
-	rows.Close()
-	// A read that ended early must fail the claim: the deliveries it did
-	// not read about would look orphaned below. Their leases bring them back.
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim deliveries: load notifications: %w", err)
-	}
-	hooks := make(map[int64]claimedHook, len(wIDs))
-	inactive := map[int64]bool{}
-	rows, err = s.pool().QueryContext(ctx, s.bind(`SELECT id, url, state, secret_ciphertext, prev_secret_ciphertext, prev_secret_expires_at, ordered, max_per_second, burst FROM webhooks WHERE id IN (`+marks(len(wIDs))+`)`), wIDs...)
-	if err != nil {
-		return nil, fmt.Errorf("claim deliveries: load webhooks: %w", err)
-	}
-	for rows.Next() {
-		var h webhookRow
-		if err := rows.Scan(&h.ID, &h.URL, &h.State, &h.SecretCiphertext, &h.PrevSecretCiphertext, &h.PrevSecretExpiresAt, &h.Ordered, &h.MaxPerSecond, &h.Burst); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("claim deliveries: load webhooks: %w", err)
-		}
-		if h.State != string(core.WebhookActive) {
-			inactive[h.ID] = true
-			continue
-		}
-		ch, err := s.claimedHook(h, now)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		hooks[h.ID] = ch
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim deliveries: load webhooks: %w", err)
-	}
-	jobs := make([]core.Job, 0, len(claimed))
-	for _, c := range claimed {
-		if inactive[c.webhook] {
-			// The webhook was deactivated between fan-out and claim; its
-			// deactivation canceled the rest.
-			if _, err := s.pool().ExecContext(ctx, s.bind(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND lease_token = ?`),
-				string(core.DeliveryCanceled), now, now, "webhook deactivated", c.id, token); err != nil {
-				return nil, fmt.Errorf("claim deliveries: cancel a deactivated webhook's delivery: %w", err)
-			}
-			continue
-		}
-		n, okN := notes[c.note]
-		h, okH := hooks[c.webhook]
-		if !okN || !okH {
-			// Rows that reference each other cannot be missing: a read
-			// that came back short is a failed read, and cancels nothing.
-			return nil, fmt.Errorf("claim deliveries: delivery %d: its notification or webhook was not read", c.id)
-		}
-		j := core.Job{
-			DeliveryID: c.id, LeaseToken: token, LeaseExpires: now.Add(lease), Attempt: c.attempts,
-			Notification: n.n, Body: n.body, TraceParent: n.traceParent, WebhookID: c.webhook,
-		}
-		h.fill(&j)
-		jobs = append(jobs, j)
-	}
-	return jobs, nil
+	return s.dialect.claim(ctx, s, where, args, token, now, now.Add(lease))
+}
+
+// claimStatement is the claim's UPDATE of the deliveries that where
+// (with a LIMIT after it) selects, lock the selection's row locks.
+func claimStatement(d dialect, where, lock string) string {
+	return d.bindFrom(`UPDATE deliveries SET state = ?, lease_token = ?, next_attempt_at = ?, attempts = attempts + 1, updated_at = ?
+		WHERE id IN (SELECT id FROM deliveries WHERE `+where+` ORDER BY next_attempt_at, id LIMIT ?`+lock+`)
+		RETURNING id, notification_id, webhook_id, attempts`, 1)
 }
 
 // claimJoined runs the claim as a data-modifying CTE joined to the
@@ -401,31 +277,7 @@ func (s *Store) Release(ctx context.Context, jobs []core.Job, delay time.Duratio
 		return nil
 	}
 	now := s.now()
-	if s.dialect == Postgres {
-		// One statement for any number: a stopping dispatcher may give back
-		// thousands.
-		ids, tokens := make([]int64, len(jobs)), make([]string, len(jobs))
-		for i, j := range jobs {
-			ids[i], tokens[i] = j.DeliveryID, j.LeaseToken
-		}
-		if _, err := s.pool().ExecContext(ctx, `UPDATE deliveries SET state = $1, lease_token = '', next_attempt_at = $2, attempts = attempts - 1, updated_at = $3
-			FROM unnest($4::bigint[], $5::text[]) AS v(id, token)
-			WHERE deliveries.id = v.id AND deliveries.lease_token = v.token AND deliveries.state = $6`,
-			string(core.DeliveryPending), now.Add(delay), now, ids, tokens, string(core.DeliveryInFlight)); err != nil {
-			return fmt.Errorf("release deliveries: %w", err)
-		}
-		return nil
-	}
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		for _, j := range jobs {
-			if err := tx.Exec(`UPDATE deliveries SET state = ?, lease_token = '', next_attempt_at = ?, attempts = attempts - 1, updated_at = ?
-				WHERE id = ? AND lease_token = ? AND state = ?`,
-				string(core.DeliveryPending), now.Add(delay), now, j.DeliveryID, j.LeaseToken, string(core.DeliveryInFlight)).Error; err != nil {
-				return fmt.Errorf("release delivery: %w", err)
-			}
-		}
-		return nil
-	})
+	return s.dialect.release(ctx, s, jobs, now.Add(delay), now)
 }
 
 // Complete records a batch of attempts in one transaction: the attempt log,
@@ -436,34 +288,13 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 	if len(results) == 0 {
 		return nil, nil
 	}
-	if s.dialect == Postgres && anyOrdered(results) {
-		if ord, rest := splitOrdered(results); len(rest) > 0 {
-			// The heads of ordered lines take the general path, which
-			// promotes the next of each; the rest keep the fast one.
-			d1, err := s.Complete(ctx, rest, disableAfter)
-			if err != nil {
-				return nil, err
-			}
-			d2, err := s.Complete(ctx, ord, disableAfter)
-			return append(d1, d2...), err
-		}
+	if d, done, err := s.dialect.completeFast(ctx, s, results, disableAfter); done {
+		return d, err
 	}
 	now := s.now()
-	if s.dialect == Postgres && allSucceeded(results) && !results[0].Job.Ordered {
-		if err := s.completeSucceeded(ctx, results, now); err != nil {
-			return nil, fmt.Errorf("complete deliveries: %w", err)
-		}
-		return nil, nil
-	}
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if s.dialect == Postgres {
-			// Every statement below looks rows up by primary key. On a young
-			// deliveries table (statistics from when it was nearly empty, and
-			// generic plans cached then) PostgreSQL otherwise joins the batch
-			// against a sequential scan of the whole table, once per batch.
-			if err := tx.Exec("SET LOCAL enable_seqscan = off").Error; err != nil {
-				return err
-			}
+		if err := s.dialect.lookUpByKey(tx); err != nil {
+			return err
 		}
 		held, err := s.finishDeliveries(tx, results, now)
 		if err != nil {
@@ -746,27 +577,7 @@ func (s *Store) insertAttempts(tx *gorm.DB, attempts []attemptRow) error {
 	if len(attempts) == 0 {
 		return nil
 	}
-	q, ctx := txQuerier(tx), tx.Statement.Context
-	if s.dialect == Postgres {
-		if _, err := q.ExecContext(ctx, `INSERT INTO delivery_attempts (delivery_id, webhook_id, number, started_at, duration_ms, status_code, outcome, error, response_excerpt, plugin_trace)
-			SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::timestamptz[], $5::float8[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[])`,
-			attemptArrays(attempts)...); err != nil {
-			return fmt.Errorf("record attempts: %w", err)
-		}
-		return nil
-	}
-	stmt, err := txPrepare(tx, `INSERT INTO delivery_attempts (delivery_id, webhook_id, number, started_at, duration_ms, status_code, outcome, error, response_excerpt, plugin_trace)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("record attempts: %w", err)
-	}
-	defer stmt.Close()
-	for _, a := range attempts {
-		if _, err := stmt.ExecContext(ctx, a.DeliveryID, a.WebhookID, a.Number, a.StartedAt, a.DurationMs, a.StatusCode, a.Outcome, a.Error, a.ResponseExcerpt, a.PluginTrace); err != nil {
-			return fmt.Errorf("record attempts: %w", err)
-		}
-	}
-	return nil
+	return s.dialect.insertAttempts(tx, attempts)
 }
 
 // finishDeliveries moves every delivery of results whose lease the caller
@@ -803,58 +614,7 @@ func (s *Store) finishDeliveries(tx *gorm.DB, results []core.AttemptResult, now 
 		}
 		ids[i], tokens[i], states[i], next[i], status[i], errs[i] = r.Job.DeliveryID, r.Job.LeaseToken, state, at, int32(r.StatusCode), truncate(r.Error, 1024)
 	}
-	held := make(map[int64]bool, n)
-	if s.dialect != Postgres {
-		stmt, err := txPrepare(tx, `UPDATE deliveries SET state = ?, next_attempt_at = ?,
-			completed_at = CASE WHEN ? = 'pending' THEN NULL ELSE ? END,
-			lease_token = '', last_status = ?, last_error = ?, updated_at = ?,
-			success_started_at = ?, success_duration_ms = ?, success_response = ?, success_plugin_trace = ?
-			WHERE id = ? AND lease_token = ?`)
-		if err != nil {
-			return nil, fmt.Errorf("update deliveries: %w", err)
-		}
-		defer stmt.Close()
-		for i, r := range results {
-			sc := successOf(r)
-			var startedAt any // a typed nil is not NULL to every driver
-			if sc.startedAt != nil {
-				startedAt = *sc.startedAt
-			}
-			res, err := stmt.ExecContext(tx.Statement.Context, states[i], next[i], states[i], next[i], status[i], errs[i], now,
-				startedAt, sc.durationMs, sc.response, sc.trace, ids[i], tokens[i])
-			if err != nil {
-				return nil, fmt.Errorf("update deliveries: %w", err)
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return nil, fmt.Errorf("update deliveries: %w", err)
-			} else if n > 0 {
-				held[ids[i]] = true
-			}
-		}
-		return held, nil
-	}
-	started, duration, response, trace := successArrays(results)
-	query := `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::int[], $6::text[], $8::timestamptz[], $9::float8[], $10::text[], $11::text[])
-			AS v(id, token, state, next_at, status, err, s_started, s_duration, s_response, s_trace))
-		UPDATE deliveries SET state = v.state, next_attempt_at = v.next_at,
-		completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE v.next_at END,
-		lease_token = '', last_status = v.status, last_error = v.err, updated_at = $7,
-		success_started_at = v.s_started, success_duration_ms = v.s_duration, success_response = v.s_response, success_plugin_trace = v.s_trace
-		FROM v WHERE deliveries.id = v.id AND deliveries.lease_token = v.token
-		RETURNING deliveries.id`
-	rows, err := txQuerier(tx).QueryContext(tx.Statement.Context, query, ids, tokens, states, next, status, errs, now, started, duration, response, trace)
-	if err != nil {
-		return nil, fmt.Errorf("update deliveries: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("update deliveries: %w", err)
-		}
-		held[id] = true
-	}
-	return held, rows.Err()
+	return s.dialect.updateFinished(tx, results, finishedBatch{ids: ids, tokens: tokens, states: states, errs: errs, next: next, status: status}, now)
 }
 
 // Replay schedules a finished delivery (failed, succeeded, dropped or

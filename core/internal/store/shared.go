@@ -87,9 +87,7 @@ func (s *Store) ApplyBatches(ctx context.Context, b core.ChainBatch) (dropped []
 		if b.Shared != nil {
 			var cur []sharedCursorRow
 			q := tx.Where("chain_id = ?", b.ChainID).Limit(1)
-			if s.dialect == Postgres {
-				q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-			}
+			q = s.dialect.lockForUpdate(q)
 			if err := q.Find(&cur).Error; err != nil {
 				return err
 			}
@@ -225,9 +223,7 @@ func (s *Store) lockCursors(tx *gorm.DB, b core.ChainBatch) (map[string]storedCu
 	for i := 0; i < len(slugs); i += 500 {
 		var rows []storedCursor
 		q := tx.Table("chain_cursors").Select("dao", "block", "hash", "joined", "generation").Where("dao IN ?", slugs[i:min(i+500, len(slugs))]).Order("dao")
-		if s.dialect == Postgres {
-			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-		}
+		q = s.dialect.lockForUpdate(q)
 		if err := q.Find(&rows).Error; err != nil {
 			return nil, fmt.Errorf("read cursors: %w", err)
 		}
