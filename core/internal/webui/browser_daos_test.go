@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/internal/chain"
 	"github.com/govgate/govgate/core/internal/dev/devchain"
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 	"github.com/govgate/govgate/core/internal/httpapi"
 	"github.com/govgate/govgate/core/internal/indexer"
 	"github.com/govgate/govgate/core/internal/secrets"
@@ -67,11 +67,7 @@ func TestBrowserDAOs(t *testing.T) {
 	}
 	t.Cleanup(gw.Close)
 	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
-	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "govgate.db"), box, store.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, storetest.SQLite.NewDatabase(t), box, store.Options{Logger: slog.New(slog.DiscardHandler)})
 	filed := c.Bravo.DAO()
 	filed.Name = "Bravo-style DAO"
 	if err := st.SeedDAOs(ctx, []core.DAO{filed}); err != nil {

@@ -7,9 +7,10 @@ import (
 	"log/slog"
 	"math/big"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 
 	"github.com/gin-gonic/gin"
 
@@ -72,8 +73,8 @@ func TestDeepReorgOrphanNotices(t *testing.T) {
 		name string
 		url  func(t *testing.T) string
 	}{
-		{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "govgate.db") }},
-		{"postgres", func(t *testing.T) string { url, _ := pgURL(t); return url }},
+		{"sqlite", func(t *testing.T) string { return storetest.SQLite.NewDatabase(t) }},
+		{"postgres", func(t *testing.T) string { return storetest.Postgres.NewDatabase(t) }},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -82,11 +83,7 @@ func TestDeepReorgOrphanNotices(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			st, err := store.Open(ctx, b.url(t), testBox(t), store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := storetest.Open(t, b.url(t), testBox(t), store.Options{})
 			daos := c.DAOs()
 			for i := range daos {
 				daos[i].NotifyHistory = true
@@ -182,13 +179,9 @@ func TestOracleAcrossReorgAndTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	url, _ := pgURL(t)
+	url := storetest.Postgres.NewDatabase(t)
 	open := func() *store.Store {
-		st, err := store.Open(ctx, url, testBox(t), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
+		st := storetest.Open(t, url, testBox(t), store.Options{})
 		return st
 	}
 	stA, stB := open(), open()

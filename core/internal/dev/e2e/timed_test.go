@@ -7,10 +7,11 @@ import (
 	"log/slog"
 	"math/big"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
@@ -138,14 +139,10 @@ func TestTimedPayloadsTrueAtTheirBlock(t *testing.T) {
 		name string
 		url  func(t *testing.T) string
 	}{
-		{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "govgate.db") }},
-		{"postgres", func(t *testing.T) string { url, _ := pgURL(t); return url }},
+		{"sqlite", func(t *testing.T) string { return storetest.SQLite.NewDatabase(t) }},
+		{"postgres", func(t *testing.T) string { return storetest.Postgres.NewDatabase(t) }},
 	} {
-		st, err := store.Open(ctx, b.url(t), testBox(t), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
+		st := storetest.Open(t, b.url(t), testBox(t), store.Options{})
 		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(daos), Health: staticHealth{}, Logger: quiet,
 			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(st, core.FixedDAOs(daos), quiet)}}))
 		defer api.Close()

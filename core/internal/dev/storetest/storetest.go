@@ -114,6 +114,11 @@ func Path(url string) string {
 // started, if any: call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
-	pgtest.StopShared()
+	Stop()
 	os.Exit(code)
 }
+
+// Stop stops the PostgreSQL server that the test binary's databases are
+// on, if it started one: a TestMain that cannot use Main (it has more to
+// do after the tests) calls it after m.Run.
+func Stop() { pgtest.StopShared() }
