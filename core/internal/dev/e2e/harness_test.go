@@ -374,7 +374,7 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 		if cond() {
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // polls a separate process (over HTTP or its log): it has no signal to wait on
 	}
 	t.Fatalf("timed out after %s waiting for %s", timeout, what)
 }
