@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -90,22 +89,10 @@ func TestBrowserDAOs(t *testing.T) {
 	}
 	srv := httptest.NewServer(admin)
 	t.Cleanup(srv.Close)
-	shots := os.Getenv("GOVGATE_SCREENSHOTS") == "1"
-	if shots {
-		tb.do("viewport", chromedp.EmulateViewport(1280, 900))
-		tb.colorScheme("light")
-	}
+	shots := tb.screenshots()
 	tb.signIn(srv.URL, testToken)
-	eval := func(js string) []string {
-		t.Helper()
-		v, err := chromedp.Run(tb.ctx, chromedp.Evaluate[[]string](js))
-		if err != nil {
-			t.Fatalf("%s: %v", js, err)
-		}
-		return v
-	}
 	rows := func() []string {
-		return eval(`[...document.querySelectorAll("#daos-table tbody tr")].map((tr) => tr.dataset.dao)`)
+		return evaluate[[]string](tb, `[...document.querySelectorAll("#daos-table tbody tr")].map((tr) => tr.dataset.dao)`)
 	}
 	// fill sets fields of the form whose field ids end in -id, as typed.
 	fill := func(id string, kv ...string) {
@@ -131,9 +118,9 @@ func TestBrowserDAOs(t *testing.T) {
 	refusedUnder := func(id, field, says string) {
 		t.Helper()
 		tb.wantText("#"+field+"-"+id+"-error", says)
-		got := eval(`[document.getElementById("` + field + `-` + id + `").getAttribute("aria-invalid") || "",
-			document.getElementById("` + field + `-` + id + `").getAttribute("aria-describedby") || "",
-			String(document.querySelectorAll("#dao-form-` + id + ` .error-text").length)]`)
+		got := evaluate[[]string](tb, `[document.getElementById("`+field+`-`+id+`").getAttribute("aria-invalid") || "",
+			document.getElementById("`+field+`-`+id+`").getAttribute("aria-describedby") || "",
+			String(document.querySelectorAll("#dao-form-`+id+` .error-text").length)]`)
 		if !slices.Equal(got, []string{"true", field + "-" + id + "-error", "1"}) {
 			t.Fatalf("the refused %s field: aria-invalid, aria-describedby, errors in the form = %q", field, got)
 		}
@@ -151,7 +138,7 @@ func TestBrowserDAOs(t *testing.T) {
 	tb.do("DAOs", chromedp.Click(chromedp.CSS(`nav[aria-label="Main"] a[href="/admin/ui/daos"]`)), chromedp.WaitVisible(chromedp.ID("daos-table")))
 	tb.wantText(`nav[aria-label="Main"] [aria-current="page"]`, "DAOs")
 	tb.wantText(`tr[data-dao="dev-bravo"]`, "Bravo-style DAO", "dev-bravo", c.Bravo.Governor.Hex(), "governor-bravo", "1337", "the configuration file")
-	if got := eval(`[...document.querySelectorAll('tr[data-dao="dev-bravo"] form, tr[data-dao="dev-bravo"] details, tr[data-dao="dev-bravo"] button')].map((e) => e.outerHTML)`); len(got) != 0 {
+	if got := evaluate[[]string](tb, `[...document.querySelectorAll('tr[data-dao="dev-bravo"] form, tr[data-dao="dev-bravo"] details, tr[data-dao="dev-bravo"] button')].map((e) => e.outerHTML)`); len(got) != 0 {
 		t.Fatalf("the file's DAO can be changed on the page: %q", got)
 	}
 
@@ -193,7 +180,7 @@ func TestBrowserDAOs(t *testing.T) {
 	}
 	// The decoded actions' list style stays on proposals: the tables' action
 	// cells are table cells.
-	if got := eval(`[...document.querySelectorAll("#daos-table td.actions")].map((td) => getComputedStyle(td).display + " " + getComputedStyle(td).paddingLeft)`); len(got) != 2 || got[0] != got[1] || !strings.HasPrefix(got[0], "table-cell ") {
+	if got := evaluate[[]string](tb, `[...document.querySelectorAll("#daos-table td.actions")].map((td) => getComputedStyle(td).display + " " + getComputedStyle(td).paddingLeft)`); len(got) != 2 || got[0] != got[1] || !strings.HasPrefix(got[0], "table-cell ") {
 		t.Fatalf("the action cells are laid out as %q", got)
 	}
 
@@ -204,7 +191,7 @@ func TestBrowserDAOs(t *testing.T) {
 	refusedUnder("new", "governor", "no contract at")
 	// A long address in an error wraps in its column: nothing is wider
 	// than the window.
-	if wide := eval(`[String(document.documentElement.scrollWidth <= window.innerWidth)]`); wide[0] != "true" {
+	if wide := evaluate[[]string](tb, `[String(document.documentElement.scrollWidth <= window.innerWidth)]`); wide[0] != "true" {
 		t.Fatal("the refused form is wider than the window")
 	}
 	if shots {
@@ -214,7 +201,7 @@ func TestBrowserDAOs(t *testing.T) {
 	// Changed: the name at once; a governor without code refused, the
 	// change form open again with the error.
 	tb.do("open the change form", chromedp.Click(chromedp.CSS(`tr[data-dao="dev-oz"] details.dao-edit summary`)), chromedp.WaitVisible(chromedp.ID("dao-form-dev-oz")))
-	if v := eval(`[document.getElementById("slug-dev-oz").readOnly ? "readonly" : "editable", document.getElementById("governor-dev-oz").value]`); !slices.Equal(v, []string{"readonly", oz.Governor}) {
+	if v := evaluate[[]string](tb, `[document.getElementById("slug-dev-oz").readOnly ? "readonly" : "editable", document.getElementById("governor-dev-oz").value]`); !slices.Equal(v, []string{"readonly", oz.Governor}) {
 		t.Fatalf("the change form: %q", v)
 	}
 	fill("dev-oz", "name", "OpenZeppelin DAO (renamed)")
@@ -250,7 +237,7 @@ func TestBrowserDAOs(t *testing.T) {
 	tb.do("remove", chromedp.Click(chromedp.CSS(`tr[data-dao="dev-oz"] form[action$="/delete"] button`)))
 	tb.do("removed", chromedp.WaitNotPresent(chromedp.CSS(`tr[data-dao="dev-oz"]`)))
 	tb.wantText("#flash", "DAO dev-oz removed")
-	if asked := eval(`[sessionStorage.getItem("asked") || ""]`); len(asked) != 1 || !strings.HasPrefix(asked[0], "Remove DAO dev-oz?") {
+	if asked := evaluate[[]string](tb, `[sessionStorage.getItem("asked") || ""]`); len(asked) != 1 || !strings.HasPrefix(asked[0], "Remove DAO dev-oz?") {
 		t.Fatalf("no confirmation asked before the removal: %q", asked)
 	}
 	if _, ok := daos.catalog.DAO("dev-oz"); ok {
