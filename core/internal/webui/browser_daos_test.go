@@ -16,6 +16,7 @@ import (
 
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/internal/chain"
+	"github.com/govgate/govgate/core/internal/dev/daoadmin"
 	"github.com/govgate/govgate/core/internal/dev/devchain"
 	"github.com/govgate/govgate/core/internal/httpapi"
 	"github.com/govgate/govgate/core/internal/indexer"
@@ -76,12 +77,12 @@ func TestBrowserDAOs(t *testing.T) {
 	if err := st.SeedDAOs(ctx, []core.DAO{filed}); err != nil {
 		t.Fatal(err)
 	}
-	daos := &storeDAOs{st: st, catalog: core.NewLiveDAOs(nil), probe: probeDevChain(gw)}
-	if err := daos.reload(ctx); err != nil {
+	daos := daoadmin.New(st, probeDevChain(gw))
+	if err := daos.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var ui *UI
-	admin := httpapi.NewAdmin(httpapi.AdminConfig{Store: st, DAOs: daos.catalog, DAOAdmin: daos, Token: testToken, Logger: slog.New(slog.DiscardHandler),
+	admin := httpapi.NewAdmin(httpapi.AdminConfig{Store: st, DAOs: daos.Catalog, DAOAdmin: daos, Token: testToken, Logger: slog.New(slog.DiscardHandler),
 		UI:         http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ui.ServeHTTP(w, r) }),
 		Authorized: func(r *http.Request) bool { return ui.Authorized(r) }})
 	if ui, err = New(Config{API: admin, Token: testToken}); err != nil {
@@ -172,7 +173,7 @@ func TestBrowserDAOs(t *testing.T) {
 		t.Fatalf("after the add: %v", got)
 	}
 	tb.wantText(`tr[data-dao="dev-oz"]`, "OpenZeppelin DAO", oz.Governor, "oz-governor", "from block "+start, "the admin API")
-	if d, ok := daos.catalog.DAO("dev-oz"); !ok || d.Source != core.DAOSourceAPI || d.Governor != oz.Governor {
+	if d, ok := daos.Catalog.DAO("dev-oz"); !ok || d.Source != core.DAOSourceAPI || d.Governor != oz.Governor {
 		t.Fatalf("the catalog has %+v", d)
 	}
 	if v := value("#slug-new"); v != "" {
@@ -213,7 +214,7 @@ func TestBrowserDAOs(t *testing.T) {
 	submit("dev-oz")
 	tb.do("the change form open again", chromedp.WaitVisible(chromedp.ID("governor-dev-oz-error")))
 	refusedUnder("dev-oz", "governor", "no contract at "+noCode)
-	if d, _ := daos.catalog.DAO("dev-oz"); d.Governor != oz.Governor || d.Name != "OpenZeppelin DAO (renamed)" {
+	if d, _ := daos.Catalog.DAO("dev-oz"); d.Governor != oz.Governor || d.Name != "OpenZeppelin DAO (renamed)" {
 		t.Fatalf("a refused change changed the DAO: %+v", d)
 	}
 
@@ -240,7 +241,7 @@ func TestBrowserDAOs(t *testing.T) {
 	if asked := evaluate[[]string](tb, `[sessionStorage.getItem("asked") || ""]`); len(asked) != 1 || !strings.HasPrefix(asked[0], "Remove DAO dev-oz?") {
 		t.Fatalf("no confirmation asked before the removal: %q", asked)
 	}
-	if _, ok := daos.catalog.DAO("dev-oz"); ok {
+	if _, ok := daos.Catalog.DAO("dev-oz"); ok {
 		t.Fatal("the removed DAO is still in the catalog")
 	}
 	if got := rows(); !slices.Equal(got, []string{"dev-bravo"}) {
