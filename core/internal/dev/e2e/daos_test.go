@@ -89,11 +89,7 @@ func TestAdminAddsADAOAtRunTime(t *testing.T) {
 		t.Skip("long test")
 	}
 	ctx := context.Background()
-	c, err := devchain.Start(ctx, devchain.Options{Accounts: 4, BlockTime: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startChain(t, devchain.Options{Accounts: 4, BlockTime: 500 * time.Millisecond})
 	// History of the DAO to add: a proposal with votes, before govgate knows it.
 	old, err := c.Propose(ctx, c.OZ, 1, "# Before govgate", 11)
 	if err != nil {
@@ -197,12 +193,7 @@ func TestAdminAddsADAOAtRunTime(t *testing.T) {
 // chain whose RPC serves another chain each fail, with an error that names
 // the cause: at start, when added, and in health.
 func TestRefusals(t *testing.T) {
-	ctx := context.Background()
-	c, err := devchain.Start(ctx, devchain.Options{Accounts: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startChain(t, devchain.Options{Accounts: 4})
 	const nowhere = "0x00000000000000000000000000000000000D1e5e"
 
 	t.Run("start with a governor without code", func(t *testing.T) {

@@ -71,11 +71,7 @@ func tokenTruth(t *testing.T, gw *chain.Gateway, token, account common.Address, 
 // after a reorganisation that undoes a re-delegation.
 func TestServedDelegationIsTheTokens(t *testing.T) {
 	ctx := context.Background()
-	c, err := devchain.Start(ctx, devchain.Options{Accounts: 8, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startChain(t, devchain.Options{Accounts: 8, Logger: quiet})
 	accts := c.Accounts()
 	tokens := map[common.Address]*devchain.Deployment{}
 	for _, d := range c.Deployments() {

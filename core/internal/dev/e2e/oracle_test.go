@@ -128,11 +128,7 @@ func (o oracle) truth(d *devchain.Deployment, id *big.Int, voteStart uint64) tru
 // the indexer stored against the published JSON Schema.
 func TestServedProposalsAreTheContracts(t *testing.T) {
 	ctx := context.Background()
-	c, err := devchain.Start(ctx, devchain.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startChain(t, devchain.Options{Logger: slog.New(slog.DiscardHandler)})
 	staged, err := c.StageAllStates(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -61,11 +61,7 @@ func TestDeepReorgOrphanNotices(t *testing.T) {
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
-			c, err := devchain.Start(ctx, devchain.Options{Accounts: 4, Logger: quiet})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := startChain(t, devchain.Options{Accounts: 4, Logger: quiet})
 			st, err := store.Open(ctx, b.url(t), testBox(t), store.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -161,11 +157,7 @@ func TestDeepReorgOrphanNotices(t *testing.T) {
 // dies and the other takes over.
 func TestOracleAcrossReorgAndTakeover(t *testing.T) {
 	ctx := context.Background()
-	c, err := devchain.Start(ctx, devchain.Options{Accounts: 4, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startChain(t, devchain.Options{Accounts: 4, Logger: quiet})
 	url, _ := pgURL(t)
 	open := func() *store.Store {
 		st, err := store.Open(ctx, url, testBox(t), store.Options{})

@@ -107,11 +107,7 @@ var governorEventSigs = map[common.Hash]string{
 // the test rather than being skipped.
 func TestTimedPayloadsTrueAtTheirBlock(t *testing.T) {
 	ctx := context.Background()
-	c, err := devchain.Start(ctx, devchain.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startChain(t, devchain.Options{Logger: quiet})
 	gw := newGW(t, c)
 	deps := []*devchain.Deployment{c.OZ, c.OZOffset, c.OZTime, c.OZFrac, c.OZOverride}
 	head, err := c.Head(ctx)

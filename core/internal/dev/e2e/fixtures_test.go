@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"log/slog"
 	"net/http/httptest"
 	"testing"
@@ -13,10 +14,22 @@ import (
 	"github.com/govgate/govgate/core/internal/httpapi"
 )
 
-// The tests that run govgate's parts in this process (rather than the
-// built binary) wire them from these pieces.
+// The pieces the e2e tests are wired from: a dev chain for every test, and
+// for the tests that run govgate's parts in this process (rather than the
+// built binary) a gateway to it and the public API.
 
 var quiet = slog.New(slog.DiscardHandler)
+
+// startChain starts a dev chain, closed when the test ends.
+func startChain(t *testing.T, opts devchain.Options) *devchain.Chain {
+	t.Helper()
+	c, err := devchain.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
 
 // newGW returns a gateway to the dev chain, closed when the test ends.
 func newGW(t *testing.T, c *devchain.Chain) *chain.Gateway {
