@@ -28,11 +28,7 @@ import (
 // not stored, so one store (SQLite) is enough here.
 func TestDecodedActionsOverREST(t *testing.T) {
 	ctx := context.Background()
-	c, err := devchain.Start(ctx, devchain.Options{Accounts: 4, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startChain(t, devchain.Options{Accounts: 4, Logger: slog.New(slog.DiscardHandler)})
 	p, built, err := c.ActionsLifecycle(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
