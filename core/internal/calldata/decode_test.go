@@ -263,6 +263,16 @@ func TestNestedCalls(t *testing.T) {
 		if len(a.Calls) != 0 {
 			t.Fatalf("an upgrade without data carries %d calls", len(a.Calls))
 		}
+		// ProxyAdmin.upgradeAndCall(proxy, implementation, data).
+		proxy := common.HexToAddress("0x2222222222222222222222222222222222222222")
+		pa := pack(t, "upgradeAndCall(address,address,bytes)", proxy, impl, pack(t, "transferOwnership(address)", alice))
+		a = d.Decode(1, Call{Target: safe, Data: pa})
+		if len(a.Calls) != 1 || !a.Calls[0].DelegateCall || a.Calls[0].Target != impl.Hex() || a.Calls[0].Name != "transferOwnership" || !a.Calls[0].Decoded {
+			t.Fatalf("upgradeAndCall: got %+v", a.Calls)
+		}
+		if a = d.Decode(1, Call{Target: safe, Data: pack(t, "upgradeAndCall(address,address,bytes)", proxy, impl, []byte{})}); len(a.Calls) != 0 {
+			t.Fatalf("upgradeAndCall without data carries %d calls", len(a.Calls))
+		}
 	})
 	t.Run("malformed multiSend carries no call", func(t *testing.T) {
 		a := d.Decode(1, Call{Target: safe, Data: pack(t, "multiSend(bytes)", packed[:len(packed)-1])})
