@@ -65,6 +65,8 @@ var layers = map[string][]string{
 	"core/internal/dev/e2e/container": {},
 	"core/internal/dev/schemas":       {},
 	"core/internal/dev/vulncheck":     {},
+	// The DAO administration the admin API's and page's tests share.
+	"core/internal/dev/daoadmin": {"core"},
 	// Commands wire everything.
 	"core/cmd/govgate":       {"*"},
 	"core/cmd/govgate-bench": {"*"},

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -57,6 +60,25 @@ func startChains(ctx context.Context, cfg config.Config, log *slog.Logger, st *s
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	s.decoder = dec
+	// SIGHUP reads the operator's ABIs and signatures file again (not the
+	// config: the files it names), as operators reload other daemons.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	sup.Go("decode: reload on SIGHUP", func(ctx context.Context) error {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-hup:
+				if err := dec.Reload(cfg.Decode); err != nil {
+					log.Error("decode: reload refused; the ABIs and signatures loaded before stay in force", "err", err)
+					continue
+				}
+				log.Info("decode: reloaded the operator's ABIs and signatures", "abi_dir", cfg.Decode.ABIDir, "signatures_file", cfg.Decode.SignaturesFile)
+			}
+		}
+	}, nil)
 	for _, ch := range cfg.Chains {
 		gw, err := chain.New(ch, chain.Options{Logger: log, Metrics: gwMetrics})
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"math/big"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
@@ -34,7 +35,8 @@ const (
 	SourceCurated    = "curated"
 )
 
-// Config names the operator's own functions, beyond the curated set.
+// Config names the operator's own functions, beyond the curated set. A
+// running govgate reads both files again on SIGHUP.
 type Config struct {
 	// ABIDir is a folder of JSON ABIs: 0xADDRESS.json applies to that
 	// contract on every chain, CHAINID/0xADDRESS.json on one chain only.
@@ -52,14 +54,21 @@ func (c Config) Validate() error {
 
 // Decoder decodes calls. It is safe for concurrent use.
 type Decoder struct {
-	abis    map[abiKey]*registry
-	sigs    *registry
 	curated *registry
-
-	cache *cache
+	// ops are the operator's sources with the decodings made from them;
+	// Reload replaces both at once.
+	ops atomic.Pointer[operatorSources]
 
 	mu    sync.Mutex
 	bravo map[string]*method // parsed Bravo signatures; nil value: unparsable
+}
+
+// operatorSources are what the operator's files say, and the decodings
+// cached while they were in force.
+type operatorSources struct {
+	abis  map[abiKey]*registry
+	sigs  *registry
+	cache *cache
 }
 
 // New loads the operator's ABIs and signatures and the curated set.
@@ -68,29 +77,43 @@ func New(c Config) (*Decoder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode: curated set: %w", err)
 	}
-	d := &Decoder{abis: map[abiKey]*registry{}, sigs: newRegistry(), curated: cur, cache: newCache(cacheBytes), bravo: map[string]*method{}}
+	d := &Decoder{curated: cur, bravo: map[string]*method{}}
+	if err := d.Reload(c); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Reload reads the operator's ABIs and signatures file again. When one
+// cannot be read or parsed, it says which and why and the decoder keeps
+// what it had; otherwise the new sources take effect at once, with the
+// decodings made from the old ones forgotten. A proposal.created already
+// sent keeps the actions it carried: reloading changes what is served.
+func (d *Decoder) Reload(c Config) error {
+	ops := &operatorSources{abis: map[abiKey]*registry{}, sigs: newRegistry(), cache: newCache(cacheBytes)}
 	if c.ABIDir != "" {
 		st, err := os.Stat(c.ABIDir)
 		if err == nil && !st.IsDir() {
 			err = errors.New("not a folder")
 		}
 		if err != nil {
-			return nil, fmt.Errorf("decode.abi_dir: %w", err)
+			return fmt.Errorf("decode.abi_dir: %w", err)
 		}
-		if d.abis, err = loadABIDir(c.ABIDir); err != nil {
-			return nil, fmt.Errorf("decode.abi_dir: %w", err)
+		if ops.abis, err = loadABIDir(c.ABIDir); err != nil {
+			return fmt.Errorf("decode.abi_dir: %w", err)
 		}
 	}
 	if c.SignaturesFile != "" {
 		raw, err := os.ReadFile(c.SignaturesFile)
 		if err != nil {
-			return nil, fmt.Errorf("decode.signatures_file: %w", err)
+			return fmt.Errorf("decode.signatures_file: %w", err)
 		}
-		if d.sigs, err = parseSignatures(string(raw), SourceSignatures); err != nil {
-			return nil, fmt.Errorf("decode.signatures_file: %s: %w", c.SignaturesFile, err)
+		if ops.sigs, err = parseSignatures(string(raw), SourceSignatures); err != nil {
+			return fmt.Errorf("decode.signatures_file: %s: %w", c.SignaturesFile, err)
 		}
 	}
-	return d, nil
+	d.ops.Store(ops)
+	return nil
 }
 
 // Call is one call to decode.
@@ -107,6 +130,7 @@ type Call struct {
 // decodings are cached: a proposal's calls never change, and a reorg that
 // replaces a proposal changes its calls and so the cache's key.
 func (d *Decoder) Actions(p core.Proposal) []core.Action {
+	ops := d.ops.Load()
 	out := make([]core.Action, len(p.Targets))
 	for i, t := range p.Targets {
 		var value, sig, data string
@@ -120,7 +144,7 @@ func (d *Decoder) Actions(p core.Proposal) []core.Action {
 			data = p.Calldatas[i]
 		}
 		key := cacheKey(p.ChainID, t, value, sig, data)
-		if a, ok := d.cache.get(key); ok {
+		if a, ok := ops.cache.get(key); ok {
 			out[i] = a
 			continue
 		}
@@ -133,18 +157,18 @@ func (d *Decoder) Actions(p core.Proposal) []core.Action {
 			continue
 		}
 		c.Value, c.Data = v, raw
-		out[i] = d.Decode(p.ChainID, c)
-		d.cache.put(key, out[i], len(raw))
+		out[i] = d.decode(ops, p.ChainID, c, 0)
+		ops.cache.put(key, out[i], len(raw))
 	}
 	return out
 }
 
 // Decode decodes one call on a chain.
 func (d *Decoder) Decode(chainID uint64, c Call) core.Action {
-	return d.decode(chainID, c, 0)
+	return d.decode(d.ops.Load(), chainID, c, 0)
 }
 
-func (d *Decoder) decode(chainID uint64, c Call, depth int) core.Action {
+func (d *Decoder) decode(ops *operatorSources, chainID uint64, c Call, depth int) core.Action {
 	a := core.Action{
 		Target: c.Target.Hex(), Value: "0", Signature: c.Signature,
 		Args: []core.Arg{}, Calls: []core.Action{}, Calldata: hexutil.Encode(c.Data),
@@ -173,7 +197,7 @@ func (d *Decoder) decode(chainID uint64, c Call, depth int) core.Action {
 		data = c.Data
 	}
 	a.Selector = hexutil.Encode(sel[:])
-	cands = append(cands, d.lookup(chainID, c.Target, sel)...)
+	cands = append(cands, d.lookup(ops, chainID, c.Target, sel)...)
 	for _, m := range cands {
 		vals, ok := m.decode(data[4:])
 		if !ok {
@@ -182,7 +206,7 @@ func (d *Decoder) decode(chainID uint64, c Call, depth int) core.Action {
 		a.Signature, a.Name, a.Decoded, a.Source = m.sig, m.name, true, m.source
 		params := m.params
 		if !m.named {
-			if n := d.namedMethod(chainID, c.Target, m.sig); n != nil {
+			if n := d.namedMethod(ops, chainID, c.Target, m.sig); n != nil {
 				params = n.params
 			}
 		}
@@ -192,7 +216,7 @@ func (d *Decoder) decode(chainID uint64, c Call, depth int) core.Action {
 				a.Truncated = true
 			} else {
 				for _, ic := range inner {
-					na := d.decode(chainID, ic.Call, depth+1)
+					na := d.decode(ops, chainID, ic.Call, depth+1)
 					na.DelegateCall = ic.delegate
 					a.Calls = append(a.Calls, na)
 				}
@@ -206,9 +230,9 @@ func (d *Decoder) decode(chainID uint64, c Call, depth int) core.Action {
 // lookup returns the candidate functions for a selector, in the order of
 // the sources: the target's ABI on this chain, on every chain, the
 // signatures file, the curated set.
-func (d *Decoder) lookup(chainID uint64, target common.Address, sel [4]byte) []*method {
+func (d *Decoder) lookup(ops *operatorSources, chainID uint64, target common.Address, sel [4]byte) []*method {
 	var out []*method
-	for _, r := range []*registry{d.abis[abiKey{chainID, target}], d.abis[abiKey{0, target}], d.sigs, d.curated} {
+	for _, r := range d.registries(ops, chainID, target) {
 		if r != nil {
 			out = append(out, r.bySelector[sel]...)
 		}
@@ -216,10 +240,16 @@ func (d *Decoder) lookup(chainID uint64, target common.Address, sel [4]byte) []*
 	return out
 }
 
+// registries are the sources for a target, in order: its ABI on this chain,
+// on every chain, the signatures file, the curated set.
+func (d *Decoder) registries(ops *operatorSources, chainID uint64, target common.Address) [4]*registry {
+	return [4]*registry{ops.abis[abiKey{chainID, target}], ops.abis[abiKey{0, target}], ops.sigs, d.curated}
+}
+
 // namedMethod finds sig with parameter names in the sources, to name the
 // arguments of a function found without them.
-func (d *Decoder) namedMethod(chainID uint64, target common.Address, sig string) *method {
-	for _, r := range []*registry{d.abis[abiKey{chainID, target}], d.abis[abiKey{0, target}], d.sigs, d.curated} {
+func (d *Decoder) namedMethod(ops *operatorSources, chainID uint64, target common.Address, sig string) *method {
+	for _, r := range d.registries(ops, chainID, target) {
 		if r != nil {
 			if m := r.named[sig]; m != nil {
 				return m

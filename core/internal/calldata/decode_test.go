@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/govgate/govgate/core"
@@ -74,7 +75,7 @@ func TestShapesRoundTrip(t *testing.T) {
 		m := mustMethod(t, sig)
 		reg := newRegistry()
 		reg.add(m)
-		d.sigs = reg
+		d.ops.Load().sigs = reg
 		for i := range 20 {
 			data, want := encodeCall(t, r, m)
 			a := d.Decode(1, Call{Target: alice, Data: data})
@@ -136,7 +137,7 @@ func TestRawNeverMisdecoded(t *testing.T) {
 		{"three bytes", transfer[:3], "", d},
 		{"dirty address padding", dirty, "", d},
 		{"offset not canonical", offset, "", d},
-		{"offsets sharing data", bomb, "", &Decoder{curated: reg, sigs: newRegistry(), bravo: map[string]*method{}, cache: newCache(cacheBytes)}},
+		{"offsets sharing data", bomb, "", bare(reg)},
 		{"bravo signature, arguments of another shape", pack(t, "f(address,uint256,uint256)", alice, big.NewInt(1), big.NewInt(2))[4:], "transfer(address,uint256)", d},
 		{"bravo signature not canonical", transfer[4:], "transfer(address, uint256)", d},
 		{"bravo signature that does not parse", transfer[4:], "transfer(address,uint256", d},
@@ -263,6 +264,16 @@ func TestNestedCalls(t *testing.T) {
 		if len(a.Calls) != 0 {
 			t.Fatalf("an upgrade without data carries %d calls", len(a.Calls))
 		}
+		// ProxyAdmin.upgradeAndCall(proxy, implementation, data).
+		proxy := common.HexToAddress("0x2222222222222222222222222222222222222222")
+		pa := pack(t, "upgradeAndCall(address,address,bytes)", proxy, impl, pack(t, "transferOwnership(address)", alice))
+		a = d.Decode(1, Call{Target: safe, Data: pa})
+		if len(a.Calls) != 1 || !a.Calls[0].DelegateCall || a.Calls[0].Target != impl.Hex() || a.Calls[0].Name != "transferOwnership" || !a.Calls[0].Decoded {
+			t.Fatalf("upgradeAndCall: got %+v", a.Calls)
+		}
+		if a = d.Decode(1, Call{Target: safe, Data: pack(t, "upgradeAndCall(address,address,bytes)", proxy, impl, []byte{})}); len(a.Calls) != 0 {
+			t.Fatalf("upgradeAndCall without data carries %d calls", len(a.Calls))
+		}
 	})
 	t.Run("malformed multiSend carries no call", func(t *testing.T) {
 		a := d.Decode(1, Call{Target: safe, Data: pack(t, "multiSend(bytes)", packed[:len(packed)-1])})
@@ -322,6 +333,64 @@ func TestOperatorSources(t *testing.T) {
 	}
 	if a := d.Decode(1, Call{Target: box, Data: ping}); a.Decoded {
 		t.Errorf("ping on chain 1, where no ABI has it: %+v", a)
+	}
+}
+
+// bare is a decoder whose only source is reg.
+func bare(reg *registry) *Decoder {
+	d := &Decoder{curated: reg, bravo: map[string]*method{}}
+	d.ops.Store(&operatorSources{sigs: newRegistry(), cache: newCache(cacheBytes)})
+	return d
+}
+
+// TestReloadOperatorSources: the operator's files are read again on
+// Reload; what they now say decodes at once, a cached decoding made
+// without them is not served again, and a file that no longer parses
+// leaves the decoder as it was.
+func TestReloadOperatorSources(t *testing.T) {
+	dir := t.TempDir()
+	sigs := filepath.Join(t.TempDir(), "sigs")
+	if err := os.WriteFile(sigs, []byte("# nothing yet\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{ABIDir: dir, SignaturesFile: sigs}
+	d := newDecoder(t, cfg)
+	box := common.HexToAddress("0x00000000000000000000000000000000000b0c5e")
+	p := core.Proposal{ChainID: 1, Targets: []string{box.Hex(), usdc.Hex()}, Values: []string{"0", "0"},
+		Calldatas: []string{hexutil.Encode(pack(t, "store(uint256)", big.NewInt(42))), hexutil.Encode(pack(t, "setFee(uint24)", big.NewInt(500)))}}
+	if as := d.Actions(p); as[0].Decoded || as[1].Decoded {
+		t.Fatalf("decoded before the operator named the functions: %+v", as)
+	}
+
+	abiJSON := `[{"type":"function","name":"store","inputs":[{"name":"newValue","type":"uint256"}]}]`
+	if err := os.WriteFile(filepath.Join(dir, strings.ToLower(box.Hex())+".json"), []byte(abiJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sigs, []byte("setFee(uint24 fee)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if as := d.Actions(p); as[0].Decoded {
+		t.Fatalf("the files changed but were not reloaded, yet the action decoded: %+v", as[0])
+	}
+	if err := d.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	as := d.Actions(p)
+	if !as[0].Decoded || as[0].Source != SourceABI || as[0].Args[0].Name != "newValue" {
+		t.Errorf("store after the reload: %+v", as[0])
+	}
+	if !as[1].Decoded || as[1].Source != SourceSignatures || as[1].Args[0].Name != "fee" {
+		t.Errorf("setFee after the reload: %+v", as[1])
+	}
+
+	if err := os.WriteFile(sigs, []byte("setFee(uint24 fee\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Reload(cfg); err == nil || !strings.Contains(err.Error(), "decode.signatures_file") {
+		t.Fatalf("a signatures file that does not parse reloaded with %v", err)
+	}
+	if as := d.Actions(p); !as[0].Decoded || !as[1].Decoded {
+		t.Errorf("a failed reload changed what decodes: %+v", as)
 	}
 }
 
@@ -389,7 +458,7 @@ func TestActionsOfAProposal(t *testing.T) {
 			t.Fatalf("got %+v", as)
 		}
 	}
-	if d.cache.order.Len() != 3 {
-		t.Fatalf("cache holds %d actions", d.cache.order.Len())
+	if d.ops.Load().cache.order.Len() != 3 {
+		t.Fatalf("cache holds %d actions", d.ops.Load().cache.order.Len())
 	}
 }

@@ -56,12 +56,24 @@ var carriers = map[string]func(c Call, v []any) []innerCall{
 	// UUPS and ERC-1967 proxies: the initializer runs in the proxy's
 	// context, by DELEGATECALL to the new implementation.
 	"upgradeToAndCall(address,bytes)": func(c Call, v []any) []innerCall {
-		data := v[1].([]byte)
-		if len(data) == 0 {
-			return []innerCall{}
-		}
-		return []innerCall{{Call: Call{Target: v[0].(common.Address), Data: data}, delegate: true}}
+		return initializer(v[0].(common.Address), v[1].([]byte))
 	},
+	// OpenZeppelin's ProxyAdmin (4.x and 5.x) upgradeAndCall(proxy,
+	// implementation, data): the same, for a transparent proxy upgraded by
+	// its admin contract.
+	"upgradeAndCall(address,address,bytes)": func(c Call, v []any) []innerCall {
+		return initializer(v[1].(common.Address), v[2].([]byte))
+	},
+}
+
+// initializer is the call an upgrade makes to its new implementation, by
+// DELEGATECALL in the proxy's context; none when the upgrade carries no
+// data.
+func initializer(implementation common.Address, data []byte) []innerCall {
+	if len(data) == 0 {
+		return []innerCall{}
+	}
+	return []innerCall{{Call: Call{Target: implementation, Data: data}, delegate: true}}
 }
 
 // nestedCalls returns the calls that a call to sig carries, nil if sig

@@ -199,32 +199,8 @@ func (g *Gateway) HeaderByNumber(ctx context.Context, number *big.Int) (*types.H
 // timestamp of block number, or of the latest block when number is nil. It
 // returns ethereum.NotFound for a block the upstream does not have.
 func (g *Gateway) BlockStamp(ctx context.Context, number *big.Int) (num uint64, hash common.Hash, timestamp uint64, err error) {
-	tag := "latest"
-	if number != nil {
-		tag = hexutil.EncodeBig(number)
-	}
-	var raw json.RawMessage
-	err = g.call(ctx, "eth_getBlockByNumber", func(ctx context.Context, c *ethclient.Client) error {
-		return c.Client().CallContext(ctx, &raw, "eth_getBlockByNumber", tag, false)
-	})
-	if err != nil {
-		return 0, common.Hash{}, 0, err
-	}
-	if len(raw) == 0 || string(raw) == "null" {
-		return 0, common.Hash{}, 0, ethereum.NotFound
-	}
-	var b struct {
-		Number    *hexutil.Uint64 `json:"number"`
-		Hash      *common.Hash    `json:"hash"`
-		Timestamp hexutil.Uint64  `json:"timestamp"`
-	}
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return 0, common.Hash{}, 0, fmt.Errorf("eth_getBlockByNumber: decode block: %w", err)
-	}
-	if b.Number == nil || b.Hash == nil {
-		return 0, common.Hash{}, 0, errors.New("eth_getBlockByNumber: block without number or hash")
-	}
-	return uint64(*b.Number), *b.Hash, uint64(b.Timestamp), nil
+	num, hash, _, timestamp, err = g.BlockHeader(ctx, number)
+	return num, hash, timestamp, err
 }
 
 // BlockHeader is BlockStamp with the parent's hash, which lets the

@@ -63,6 +63,26 @@ func daoRoutes(api *gin.RouterGroup, daos core.DAOCatalog, admin DAOAdmin, log *
 		}
 		return false
 	}
+	// changeable reads {slug}: a DAO this API added, so it may change it
+	// (one from the configuration file would come back at the next
+	// start), in a process that can change DAOs. The hints end the
+	// errors' messages.
+	changeable := func(c *gin.Context, unknownHint, configHint string) (string, bool) {
+		if unavailable(c) {
+			return "", false
+		}
+		slug := c.Param("slug")
+		old, ok := daos.DAO(slug)
+		if !ok {
+			writeError(c, log, core.Errorf(core.ECodeUnknownDAO, "unknown dao %q%s", slug, unknownHint))
+			return "", false
+		}
+		if old.Source == core.DAOSourceConfig {
+			writeError(c, log, core.Errorf(core.ECodeConflict, "dao %q is defined in the configuration file: %s", slug, configHint))
+			return "", false
+		}
+		return slug, true
+	}
 	api.POST("/daos", func(c *gin.Context) {
 		if unavailable(c) {
 			return
@@ -85,17 +105,8 @@ func daoRoutes(api *gin.RouterGroup, daos core.DAOCatalog, admin DAOAdmin, log *
 		c.JSON(http.StatusCreated, out)
 	})
 	api.PUT("/daos/:slug", func(c *gin.Context) {
-		if unavailable(c) {
-			return
-		}
-		slug := c.Param("slug")
-		old, ok := daos.DAO(slug)
+		slug, ok := changeable(c, " (POST /admin/api/daos adds one)", "change it there (a change here would be undone at the next start)")
 		if !ok {
-			writeError(c, log, core.Errorf(core.ECodeUnknownDAO, "unknown dao %q (POST /admin/api/daos adds one)", slug))
-			return
-		}
-		if old.Source == core.DAOSourceConfig {
-			writeError(c, log, core.Errorf(core.ECodeConflict, "dao %q is defined in the configuration file: change it there (a change here would be undone at the next start)", slug))
 			return
 		}
 		d, err := daoFromBody(c, slug)
@@ -111,17 +122,8 @@ func daoRoutes(api *gin.RouterGroup, daos core.DAOCatalog, admin DAOAdmin, log *
 		c.JSON(http.StatusOK, out)
 	})
 	api.DELETE("/daos/:slug", func(c *gin.Context) {
-		if unavailable(c) {
-			return
-		}
-		slug := c.Param("slug")
-		old, ok := daos.DAO(slug)
+		slug, ok := changeable(c, "", "remove it there")
 		if !ok {
-			writeError(c, log, core.Errorf(core.ECodeUnknownDAO, "unknown dao %q", slug))
-			return
-		}
-		if old.Source == core.DAOSourceConfig {
-			writeError(c, log, core.Errorf(core.ECodeConflict, "dao %q is defined in the configuration file: remove it there", slug))
 			return
 		}
 		if err := admin.DeleteDAO(c.Request.Context(), slug); err != nil {

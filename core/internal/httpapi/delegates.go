@@ -100,13 +100,17 @@ type snapshotPower struct {
 // and /{dao}/power.
 func DelegateRoutes(r DelegateReader, daos core.DAOCatalog, log *slog.Logger) func(e *gin.Engine) {
 	dao := daoParam(daos, log)
-	address := func(c *gin.Context) (string, bool) {
+	// account reads the routes' {dao} and {address}, in checksum form.
+	account := func(c *gin.Context) (slug, addr string, ok bool) {
+		if slug, ok = dao(c); !ok {
+			return "", "", false
+		}
 		a := c.Param("address")
 		if !common.IsHexAddress(a) {
 			writeError(c, log, core.Errorf(core.ECodeNotFound, "%q is not an address (0x and 40 hex digits)", a))
-			return "", false
+			return "", "", false
 		}
-		return common.HexToAddress(a).Hex(), true
+		return slug, common.HexToAddress(a).Hex(), true
 	}
 	limitOf := func(c *gin.Context) (int, bool) {
 		v := c.Query("limit")
@@ -146,11 +150,7 @@ func DelegateRoutes(r DelegateReader, daos core.DAOCatalog, log *slog.Logger) fu
 			c.JSON(http.StatusOK, body)
 		})
 		e.GET("/:dao/delegates/:address", func(c *gin.Context) {
-			slug, ok := dao(c)
-			if !ok {
-				return
-			}
-			addr, ok := address(c)
+			slug, addr, ok := account(c)
 			if !ok {
 				return
 			}
@@ -226,11 +226,7 @@ func DelegateRoutes(r DelegateReader, daos core.DAOCatalog, log *slog.Logger) fu
 			c.JSON(http.StatusOK, body)
 		})
 		e.GET("/:dao/accounts/:address", func(c *gin.Context) {
-			slug, ok := dao(c)
-			if !ok {
-				return
-			}
-			addr, ok := address(c)
+			slug, addr, ok := account(c)
 			if !ok {
 				return
 			}
@@ -276,11 +272,7 @@ func DelegateRoutes(r DelegateReader, daos core.DAOCatalog, log *slog.Logger) fu
 			c.JSON(http.StatusOK, body)
 		})
 		e.GET("/:dao/accounts/:address/history", func(c *gin.Context) {
-			slug, ok := dao(c)
-			if !ok {
-				return
-			}
-			addr, ok := address(c)
+			slug, addr, ok := account(c)
 			if !ok {
 				return
 			}

@@ -28,6 +28,7 @@ import (
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/internal/calldata"
 	"github.com/govgate/govgate/core/internal/delivery"
+	"github.com/govgate/govgate/core/internal/dev/daoadmin"
 	"github.com/govgate/govgate/core/internal/health"
 	"github.com/govgate/govgate/core/internal/httpapi"
 	"github.com/govgate/govgate/core/internal/signing"
@@ -510,14 +511,14 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(specDAOs), Health: mon, Logger: log, Governor: e.store.Governor,
 			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(httpapi.WithActions(e.store, specDecoder(t)), core.FixedDAOs(specDAOs), log), httpapi.DelegateRoutes(e.store, core.FixedDAOs(specDAOs), log)}}))
 		t.Cleanup(api.Close)
-		catalog := core.NewLiveDAOs(nil)
-		admin := httptest.NewServer(httpapi.NewAdmin(httpapi.AdminConfig{Store: e.store, DAOs: catalog,
-			DAOAdmin: &specDAOAdmin{st: e.store, catalog: catalog}, Token: adminToken, Logger: log}))
+		daos := daoadmin.New(e.store, checkSpecDAO)
+		admin := httptest.NewServer(httpapi.NewAdmin(httpapi.AdminConfig{Store: e.store, DAOs: daos.Catalog,
+			DAOAdmin: daos, Token: adminToken, Logger: log}))
 		t.Cleanup(admin.Close)
 		if err := e.store.SeedDAOs(context.Background(), specDAOs[:1]); err != nil {
 			t.Fatal(err)
 		}
-		(&specDAOAdmin{st: e.store, catalog: catalog}).reload(t.Context())
+		daos.Reload(t.Context())
 		tg := newSpecTarget(t, api, e.webhooks, admin)
 
 		const hook = "https://hooks.example.com/govgate"
@@ -860,15 +861,10 @@ func TestOpenAPINotificationSchema(t *testing.T) {
 	}
 }
 
-// specDAOAdmin is a DAOAdmin over the real store whose check of a DAO
-// against its chain is the test's: a governor at 0x…dEaD holds no code,
-// chain 9 does not answer. e2e tests the real check on a real chain.
-type specDAOAdmin struct {
-	st      *store.Store
-	catalog *core.LiveDAOs
-}
-
-func (a *specDAOAdmin) check(d core.DAO) error {
+// checkSpecDAO is the spec's check of a DAO against its chain: a
+// governor at 0x…dEaD holds no code, chain 9 does not answer. e2e tests
+// the real check on a real chain.
+func checkSpecDAO(_ context.Context, d core.DAO) error {
 	switch {
 	case strings.EqualFold(d.Governor, "0x000000000000000000000000000000000000dEaD"):
 		return httpapi.FieldErr(&core.FieldError{Field: "governor", Message: "no contract at " + d.Governor})
@@ -876,43 +872,6 @@ func (a *specDAOAdmin) check(d core.DAO) error {
 		return core.Errorf(core.ECodeUnavailable, "chain 9 did not answer to check the dao; try again")
 	}
 	return nil
-}
-
-func (a *specDAOAdmin) reload(ctx context.Context) error {
-	list, _, err := a.st.DAOs(ctx)
-	if err == nil {
-		a.catalog.Replace(list)
-	}
-	return err
-}
-
-func (a *specDAOAdmin) CreateDAO(ctx context.Context, d core.DAO) (core.DAO, error) {
-	if err := a.check(d); err != nil {
-		return core.DAO{}, err
-	}
-	out, err := a.st.CreateDAO(ctx, d)
-	if err != nil {
-		return core.DAO{}, err
-	}
-	return out, a.reload(ctx)
-}
-
-func (a *specDAOAdmin) UpdateDAO(ctx context.Context, d core.DAO) (core.DAO, error) {
-	if err := a.check(d); err != nil {
-		return core.DAO{}, err
-	}
-	out, err := a.st.UpdateDAO(ctx, d)
-	if err != nil {
-		return core.DAO{}, err
-	}
-	return out, a.reload(ctx)
-}
-
-func (a *specDAOAdmin) DeleteDAO(ctx context.Context, slug string) error {
-	if err := a.st.DeleteDAO(ctx, slug); err != nil {
-		return err
-	}
-	return a.reload(ctx)
 }
 
 // TestEveryServedKindIsDocumented compares the governor kinds govgate

@@ -273,18 +273,20 @@ func TestLeaseExpiryAndExclusion(t *testing.T) {
 		a, _, _ := s.RegisterWebhook(ctx, "https://a.example.com/", "whsec_a")
 		s.RegisterWebhook(ctx, "https://b.example.com/", "whsec_b")
 		s.CreateNotification(ctx, notification("n1"), "admin")
-		excl, _ := s.Claim(ctx, 10, 50*time.Millisecond, []int64{a.ID})
+		// The leases are a minute long and only the store's clock ends them,
+		// so a slow machine cannot end one between two claims.
+		excl, _ := s.Claim(ctx, 10, time.Minute, []int64{a.ID})
 		if len(excl) != 1 || excl[0].WebhookID == a.ID {
 			t.Fatalf("exclusion ignored: %+v", excl)
 		}
 		// A worker that dies keeps its lease until it runs out; then the
 		// delivery is taken up again, its lost attempt counted.
-		crashed, _ := s.Claim(ctx, 10, 50*time.Millisecond, nil)
+		crashed, _ := s.Claim(ctx, 10, time.Minute, nil)
 		if len(crashed) != 1 || crashed[0].WebhookID != a.ID {
 			t.Fatalf("claim a: %+v", crashed)
 		}
-		// The store's clock moves past the 50 ms leases.
-		store.SetNow(s, func() time.Time { return time.Now().UTC().Add(time.Second) })
+		// The store's clock moves past both leases.
+		store.SetNow(s, func() time.Time { return time.Now().UTC().Add(2 * time.Minute) })
 		again, _ := s.Claim(ctx, 10, time.Minute, nil)
 		if len(again) != 2 {
 			t.Fatalf("after lease expiry claimed %d, want 2 (both leases ran out)", len(again))
@@ -309,7 +311,11 @@ func TestGoneAndDisableAfter(t *testing.T) {
 		s.CreateNotification(ctx, notification("n1"), "admin")
 		s.CreateNotification(ctx, notification("n2"), "admin")
 		var deact []int64
+		// Each round runs on a store clock a minute later than the last, past
+		// the 20 ms disable_after window that starts at the first failure.
 		for round := 0; round < 2; round++ {
+			later := time.Now().UTC().Add(time.Duration(round) * time.Minute)
+			store.SetNow(s, func() time.Time { return later })
 			jobs, _ := s.Claim(ctx, 2, time.Minute, nil)
 			var res []core.AttemptResult
 			for _, j := range jobs {
@@ -324,7 +330,6 @@ func TestGoneAndDisableAfter(t *testing.T) {
 				t.Fatal(err)
 			}
 			deact = append(deact, d...)
-			time.Sleep(30 * time.Millisecond)
 		}
 		if len(deact) != 2 {
 			t.Fatalf("deactivated %v, want both", deact)
@@ -464,7 +469,7 @@ func TestFanOutHandsLeasedDeliveriesToTheLocalDispatcher(t *testing.T) {
 		s.DeactivateWebhook(ctx, hooks[5].URL, "")
 		// Room for 3, webhook 1 at its concurrency limit: webhooks 0, 2
 		// and 3 are leased; 1 and 4 wait in the queue; 5 is inactive.
-		h := &handoff{room: 3, exclude: []int64{hooks[1].ID}, lease: time.Minute}
+		h := &handoff{room: 3, exclude: []int64{hooks[1].ID}, lease: time.Hour}
 		if created, err := s.CreateNotificationHandoff(ctx, notification("n1"), "admin", h); err != nil || !created {
 			t.Fatalf("create: %v %v", created, err)
 		}
@@ -475,7 +480,7 @@ func TestFanOutHandsLeasedDeliveriesToTheLocalDispatcher(t *testing.T) {
 			j := h.jobs[i]
 			if j.WebhookID != hooks[want].ID || j.WebhookURL != hooks[want].URL || j.Secret != fmt.Sprintf("whsec_%d", want) ||
 				j.Attempt != 1 || j.LeaseToken == "" || j.Notification.ID != "n1" || !json.Valid(j.Body) ||
-				time.Until(j.LeaseExpires) <= 0 || time.Until(j.LeaseExpires) > time.Minute {
+				time.Until(j.LeaseExpires) <= 0 || time.Until(j.LeaseExpires) > time.Hour {
 				t.Fatalf("job %d: %+v", i, j)
 			}
 			if d, _ := s.Delivery(ctx, j.DeliveryID); d.State != core.DeliveryInFlight || d.Attempts != 1 || d.WebhookID != hooks[want].ID {
@@ -483,7 +488,7 @@ func TestFanOutHandsLeasedDeliveriesToTheLocalDispatcher(t *testing.T) {
 			}
 		}
 		// The queue holds the rest, and not the leased ones.
-		queued, err := s.Claim(ctx, 10, time.Minute, nil)
+		queued, err := s.Claim(ctx, 10, time.Hour, nil)
 		if err != nil || len(queued) != 2 {
 			t.Fatalf("claim the rest: %d, %v", len(queued), err)
 		}
@@ -500,14 +505,16 @@ func TestFanOutHandsLeasedDeliveriesToTheLocalDispatcher(t *testing.T) {
 		}
 		// A lease that runs out puts a handed-over delivery back in the
 		// queue, its attempt counted, as after a crash.
-		h2 := &handoff{room: 10, lease: 50 * time.Millisecond}
+		h2 := &handoff{room: 10, lease: time.Minute}
 		if _, err := s.CreateNotificationHandoff(ctx, notification("n2"), "admin", h2); err != nil || len(h2.jobs) != 5 || h2.woken != 0 {
 			t.Fatalf("room for all: %d jobs, woken %d times (nothing to claim), %v", len(h2.jobs), h2.woken, err)
 		}
 		if more, _ := s.Claim(ctx, 10, time.Minute, nil); len(more) != 0 {
 			t.Fatalf("every delivery of n2 was leased, yet %d were claimable", len(more))
 		}
-		store.SetNow(s, func() time.Time { return time.Now().UTC().Add(time.Second) })
+		// The store's clock moves past n2's minute-long leases, not the
+		// hour-long ones above.
+		store.SetNow(s, func() time.Time { return time.Now().UTC().Add(2 * time.Minute) })
 		again, _ := s.Claim(ctx, 10, time.Minute, nil)
 		if len(again) != 5 || again[0].Attempt != 2 {
 			t.Fatalf("after the lease ran out: %d jobs %+v", len(again), again)

@@ -3,7 +3,6 @@ package webui
 import (
 	"context"
 	"math/big"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -49,11 +48,7 @@ func packCall(t *testing.T, sig string, args ...any) []byte {
 func TestBrowserProposalActions(t *testing.T) {
 	tb := newTab(t)
 	s := newStack(t, true)
-	shots := os.Getenv("GOVGATE_SCREENSHOTS") == "1"
-	if shots {
-		tb.do("viewport", chromedp.EmulateViewport(1280, 900))
-		tb.colorScheme("light")
-	}
+	shots := tb.screenshots()
 	var (
 		ens        = common.HexToAddress("0xC18360217D8F7Ab5e7c516566761Ea12Ce7F9D72")
 		usdc       = common.HexToAddress("0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48")

@@ -7,17 +7,18 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/internal/chain"
+	"github.com/govgate/govgate/core/internal/dev/daoadmin"
 	"github.com/govgate/govgate/core/internal/dev/devchain"
-	"github.com/govgate/govgate/core/internal/dev/storetest"
 	"github.com/govgate/govgate/core/internal/httpapi"
 	"github.com/govgate/govgate/core/internal/indexer"
 	"github.com/govgate/govgate/core/internal/secrets"
@@ -73,12 +74,12 @@ func TestBrowserDAOs(t *testing.T) {
 	if err := st.SeedDAOs(ctx, []core.DAO{filed}); err != nil {
 		t.Fatal(err)
 	}
-	daos := &storeDAOs{st: st, catalog: core.NewLiveDAOs(nil), probe: probeDevChain(gw)}
-	if err := daos.reload(ctx); err != nil {
+	daos := daoadmin.New(st, probeDevChain(gw))
+	if err := daos.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var ui *UI
-	admin := httpapi.NewAdmin(httpapi.AdminConfig{Store: st, DAOs: daos.catalog, DAOAdmin: daos, Token: testToken, Logger: slog.New(slog.DiscardHandler),
+	admin := httpapi.NewAdmin(httpapi.AdminConfig{Store: st, DAOs: daos.Catalog, DAOAdmin: daos, Token: testToken, Logger: slog.New(slog.DiscardHandler),
 		UI:         http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ui.ServeHTTP(w, r) }),
 		Authorized: func(r *http.Request) bool { return ui.Authorized(r) }})
 	if ui, err = New(Config{API: admin, Token: testToken}); err != nil {
@@ -86,22 +87,10 @@ func TestBrowserDAOs(t *testing.T) {
 	}
 	srv := httptest.NewServer(admin)
 	t.Cleanup(srv.Close)
-	shots := os.Getenv("GOVGATE_SCREENSHOTS") == "1"
-	if shots {
-		tb.do("viewport", chromedp.EmulateViewport(1280, 900))
-		tb.colorScheme("light")
-	}
+	shots := tb.screenshots()
 	tb.signIn(srv.URL, testToken)
-	eval := func(js string) []string {
-		t.Helper()
-		v, err := chromedp.Run(tb.ctx, chromedp.Evaluate[[]string](js))
-		if err != nil {
-			t.Fatalf("%s: %v", js, err)
-		}
-		return v
-	}
 	rows := func() []string {
-		return eval(`[...document.querySelectorAll("#daos-table tbody tr")].map((tr) => tr.dataset.dao)`)
+		return evaluate[[]string](tb, `[...document.querySelectorAll("#daos-table tbody tr")].map((tr) => tr.dataset.dao)`)
 	}
 	// fill sets fields of the form whose field ids end in -id, as typed.
 	fill := func(id string, kv ...string) {
@@ -127,9 +116,9 @@ func TestBrowserDAOs(t *testing.T) {
 	refusedUnder := func(id, field, says string) {
 		t.Helper()
 		tb.wantText("#"+field+"-"+id+"-error", says)
-		got := eval(`[document.getElementById("` + field + `-` + id + `").getAttribute("aria-invalid") || "",
-			document.getElementById("` + field + `-` + id + `").getAttribute("aria-describedby") || "",
-			String(document.querySelectorAll("#dao-form-` + id + ` .error-text").length)]`)
+		got := evaluate[[]string](tb, `[document.getElementById("`+field+`-`+id+`").getAttribute("aria-invalid") || "",
+			document.getElementById("`+field+`-`+id+`").getAttribute("aria-describedby") || "",
+			String(document.querySelectorAll("#dao-form-`+id+` .error-text").length)]`)
 		if !slices.Equal(got, []string{"true", field + "-" + id + "-error", "1"}) {
 			t.Fatalf("the refused %s field: aria-invalid, aria-describedby, errors in the form = %q", field, got)
 		}
@@ -147,7 +136,7 @@ func TestBrowserDAOs(t *testing.T) {
 	tb.do("DAOs", chromedp.Click(chromedp.CSS(`nav[aria-label="Main"] a[href="/admin/ui/daos"]`)), chromedp.WaitVisible(chromedp.ID("daos-table")))
 	tb.wantText(`nav[aria-label="Main"] [aria-current="page"]`, "DAOs")
 	tb.wantText(`tr[data-dao="dev-bravo"]`, "Bravo-style DAO", "dev-bravo", c.Bravo.Governor.Hex(), "governor-bravo", "1337", "the configuration file")
-	if got := eval(`[...document.querySelectorAll('tr[data-dao="dev-bravo"] form, tr[data-dao="dev-bravo"] details, tr[data-dao="dev-bravo"] button')].map((e) => e.outerHTML)`); len(got) != 0 {
+	if got := evaluate[[]string](tb, `[...document.querySelectorAll('tr[data-dao="dev-bravo"] form, tr[data-dao="dev-bravo"] details, tr[data-dao="dev-bravo"] button')].map((e) => e.outerHTML)`); len(got) != 0 {
 		t.Fatalf("the file's DAO can be changed on the page: %q", got)
 	}
 
@@ -181,7 +170,7 @@ func TestBrowserDAOs(t *testing.T) {
 		t.Fatalf("after the add: %v", got)
 	}
 	tb.wantText(`tr[data-dao="dev-oz"]`, "OpenZeppelin DAO", oz.Governor, "oz-governor", "from block "+start, "the admin API")
-	if d, ok := daos.catalog.DAO("dev-oz"); !ok || d.Source != core.DAOSourceAPI || d.Governor != oz.Governor {
+	if d, ok := daos.Catalog.DAO("dev-oz"); !ok || d.Source != core.DAOSourceAPI || d.Governor != oz.Governor {
 		t.Fatalf("the catalog has %+v", d)
 	}
 	if v := value("#slug-new"); v != "" {
@@ -189,7 +178,7 @@ func TestBrowserDAOs(t *testing.T) {
 	}
 	// The decoded actions' list style stays on proposals: the tables' action
 	// cells are table cells.
-	if got := eval(`[...document.querySelectorAll("#daos-table td.actions")].map((td) => getComputedStyle(td).display + " " + getComputedStyle(td).paddingLeft)`); len(got) != 2 || got[0] != got[1] || !strings.HasPrefix(got[0], "table-cell ") {
+	if got := evaluate[[]string](tb, `[...document.querySelectorAll("#daos-table td.actions")].map((td) => getComputedStyle(td).display + " " + getComputedStyle(td).paddingLeft)`); len(got) != 2 || got[0] != got[1] || !strings.HasPrefix(got[0], "table-cell ") {
 		t.Fatalf("the action cells are laid out as %q", got)
 	}
 
@@ -200,7 +189,7 @@ func TestBrowserDAOs(t *testing.T) {
 	refusedUnder("new", "governor", "no contract at")
 	// A long address in an error wraps in its column: nothing is wider
 	// than the window.
-	if wide := eval(`[String(document.documentElement.scrollWidth <= window.innerWidth)]`); wide[0] != "true" {
+	if wide := evaluate[[]string](tb, `[String(document.documentElement.scrollWidth <= window.innerWidth)]`); wide[0] != "true" {
 		t.Fatal("the refused form is wider than the window")
 	}
 	if shots {
@@ -210,7 +199,7 @@ func TestBrowserDAOs(t *testing.T) {
 	// Changed: the name at once; a governor without code refused, the
 	// change form open again with the error.
 	tb.do("open the change form", chromedp.Click(chromedp.CSS(`tr[data-dao="dev-oz"] details.dao-edit summary`)), chromedp.WaitVisible(chromedp.ID("dao-form-dev-oz")))
-	if v := eval(`[document.getElementById("slug-dev-oz").readOnly ? "readonly" : "editable", document.getElementById("governor-dev-oz").value]`); !slices.Equal(v, []string{"readonly", oz.Governor}) {
+	if v := evaluate[[]string](tb, `[document.getElementById("slug-dev-oz").readOnly ? "readonly" : "editable", document.getElementById("governor-dev-oz").value]`); !slices.Equal(v, []string{"readonly", oz.Governor}) {
 		t.Fatalf("the change form: %q", v)
 	}
 	fill("dev-oz", "name", "OpenZeppelin DAO (renamed)")
@@ -222,7 +211,7 @@ func TestBrowserDAOs(t *testing.T) {
 	submit("dev-oz")
 	tb.do("the change form open again", chromedp.WaitVisible(chromedp.ID("governor-dev-oz-error")))
 	refusedUnder("dev-oz", "governor", "no contract at "+noCode)
-	if d, _ := daos.catalog.DAO("dev-oz"); d.Governor != oz.Governor || d.Name != "OpenZeppelin DAO (renamed)" {
+	if d, _ := daos.Catalog.DAO("dev-oz"); d.Governor != oz.Governor || d.Name != "OpenZeppelin DAO (renamed)" {
 		t.Fatalf("a refused change changed the DAO: %+v", d)
 	}
 
@@ -246,10 +235,10 @@ func TestBrowserDAOs(t *testing.T) {
 	tb.do("remove", chromedp.Click(chromedp.CSS(`tr[data-dao="dev-oz"] form[action$="/delete"] button`)))
 	tb.do("removed", chromedp.WaitNotPresent(chromedp.CSS(`tr[data-dao="dev-oz"]`)))
 	tb.wantText("#flash", "DAO dev-oz removed")
-	if asked := eval(`[sessionStorage.getItem("asked") || ""]`); len(asked) != 1 || !strings.HasPrefix(asked[0], "Remove DAO dev-oz?") {
+	if asked := evaluate[[]string](tb, `[sessionStorage.getItem("asked") || ""]`); len(asked) != 1 || !strings.HasPrefix(asked[0], "Remove DAO dev-oz?") {
 		t.Fatalf("no confirmation asked before the removal: %q", asked)
 	}
-	if _, ok := daos.catalog.DAO("dev-oz"); ok {
+	if _, ok := daos.Catalog.DAO("dev-oz"); ok {
 		t.Fatal("the removed DAO is still in the catalog")
 	}
 	if got := rows(); !slices.Equal(got, []string{"dev-bravo"}) {

@@ -2,7 +2,6 @@ package webui
 
 import (
 	"math"
-	"os"
 	"slices"
 	"testing"
 
@@ -20,25 +19,13 @@ func TestBrowserDelegates(t *testing.T) {
 	s.seedDelegates(t)
 	s.ui.perPage = 4
 	base := s.srv.URL
-	shots := os.Getenv("GOVGATE_SCREENSHOTS") == "1"
-	if shots {
-		tb.do("viewport", chromedp.EmulateViewport(1280, 900))
-		tb.colorScheme("light")
-	}
+	shots := tb.screenshots()
 	tb.signIn(base, testToken)
-	eval := func(js string) []string {
-		t.Helper()
-		v, err := chromedp.Run(tb.ctx, chromedp.Evaluate[[]string](js))
-		if err != nil {
-			t.Fatalf("%s: %v", js, err)
-		}
-		return v
-	}
 	order := func() []string {
-		return eval(`[...document.querySelectorAll("#delegates tbody tr")].map((tr) => tr.dataset.address)`)
+		return evaluate[[]string](tb, `[...document.querySelectorAll("#delegates tbody tr")].map((tr) => tr.dataset.address)`)
 	}
 	ranks := func() []string {
-		return eval(`[...document.querySelectorAll("#delegates tbody td.rank")].map((td) => td.textContent.trim())`)
+		return evaluate[[]string](tb, `[...document.querySelectorAll("#delegates tbody td.rank")].map((td) => td.textContent.trim())`)
 	}
 	// bars measures each row's share bar against its track, as drawn.
 	bars := func() []float64 {
@@ -151,7 +138,7 @@ func TestBrowserDelegates(t *testing.T) {
 		t.Fatalf("the delegate's share bar at %.4f (%v), want 0.435", share, err)
 	}
 	delegators := func() []string {
-		return eval(`[...document.querySelectorAll("#delegators tbody tr")].map((tr) => tr.dataset.address)`)
+		return evaluate[[]string](tb, `[...document.querySelectorAll("#delegators tbody tr")].map((tr) => tr.dataset.address)`)
 	}
 	firstDelegators := delegators()
 	if len(firstDelegators) != 5 || !slices.IsSorted(firstDelegators) {

@@ -3,7 +3,6 @@ package webui
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,11 +25,7 @@ func TestBrowserProposals(t *testing.T) {
 	s.seedProposals(t)
 	s.ui.perPage = 5
 	base := s.srv.URL
-	shots := os.Getenv("GOVGATE_SCREENSHOTS") == "1"
-	if shots {
-		tb.do("viewport", chromedp.EmulateViewport(1280, 900))
-		tb.colorScheme("light")
-	}
+	shots := tb.screenshots()
 	tb.signIn(base, testToken)
 
 	// The overview: every DAO's active proposals, with time left against

@@ -24,6 +24,7 @@ import (
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/sdk/plugintest"
 )
 
@@ -136,6 +137,30 @@ func (tb *tab) colorScheme(scheme string) {
 	}
 }
 
+// screenshots reports whether the test is to take its screenshots
+// (GOVGATE_SCREENSHOTS=1); if so, the tab becomes the pictures' 1280x900
+// desktop in the light scheme.
+func (tb *tab) screenshots() bool {
+	tb.t.Helper()
+	if os.Getenv("GOVGATE_SCREENSHOTS") != "1" {
+		return false
+	}
+	tb.do("viewport", chromedp.EmulateViewport(1280, 900))
+	tb.colorScheme("light")
+	return true
+}
+
+// evaluate returns what js evaluates to in the page, failing the test on
+// an error.
+func evaluate[T any](tb *tab, js string) T {
+	tb.t.Helper()
+	v, err := chromedp.Run(tb.ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		tb.t.Fatalf("%s: %v", js, err)
+	}
+	return v
+}
+
 func (tb *tab) text(css string) string {
 	tb.t.Helper()
 	tb.do("wait for "+css, chromedp.WaitVisible(chromedp.CSS(css)))
@@ -168,7 +193,7 @@ func (tb *tab) waitLocation(part string) {
 		if strings.Contains(tb.location(), part) {
 			return
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // polls Chromium, a separate process: a navigation there sends no signal here
 	}
 	tb.t.Fatalf("the page did not go to a URL with %q; it is at %s", part, tb.location())
 }
@@ -195,6 +220,8 @@ func (tb *tab) wantText(css string, want ...string) {
 // selector, so that a long list does not make a picture of a few metres.
 func (tb *tab) shot(name string, until ...string) {
 	tb.t.Helper()
+	// The pause lets Chromium repaint after the blur and scroll: its
+	// compositor signals nothing the DevTools protocol can wait on.
 	tb.do("settle", chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0)`), chromedp.Sleep(300*time.Millisecond))
 	var png []byte
 	var err error
@@ -372,7 +399,7 @@ func TestBrowserAgainstGovgate(t *testing.T) {
 	tb.do("open it", chromedp.Click(chromedp.CSS("#webhooks-table tr[data-webhook-id] a")), chromedp.WaitVisible(chromedp.CSS(".deliveries, .empty")))
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(tb.bodyText(), "Succeeded") && time.Now().Before(deadline) {
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // polls the govgate binary's page: a separate process with no signal to wait on
 		tb.do("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("main")))
 	}
 	tb.wantText("#deliveries", "Succeeded", "test")
@@ -460,8 +487,17 @@ func TestScreenshotsFromDev(t *testing.T) {
 	api("PUT", "/admin/api/chain", map[string]any{"items": []any{map[string]any{"plugin": "dao-filter", "config": map[string]any{"daos": []string{"dev-oz", "dev-bravo", "dev-oz-time"}}}}})
 	api("PUT", "/admin/api/webhooks/1/chain", map[string]any{"items": []any{map[string]any{"plugin": "slack", "config": map[string]any{}}}})
 
-	// Let the scripted activity run: proposals, votes, queues, executions.
-	time.Sleep(30 * time.Second)
+	// The pictures need the scripted activity's first scenes: lifecycles
+	// executed on both DAOs (proposals, votes, queues, executions) and a
+	// cancellation.
+	notified := func(typ, dao string) bool {
+		var n struct{ Items []json.RawMessage }
+		json.Unmarshal(api("GET", "/admin/api/notifications?limit=1&type="+typ+"&dao="+dao, nil), &n)
+		return len(n.Items) > 0
+	}
+	waitFor(t, "the scripted lifecycles and a cancellation", 90*time.Second, func() bool {
+		return notified(core.TypeProposalExecuted, "dev-oz") && notified(core.TypeProposalExecuted, "dev-bravo") && notified(core.TypeProposalCanceled, "dev-oz")
+	})
 	waitFor(t, "every DAO to be healthy and deliveries to succeed", 60*time.Second, func() bool {
 		var h struct{ Items []struct{ Status string } }
 		json.Unmarshal(api("GET", "/admin/api/health", nil), &h)
@@ -608,7 +644,7 @@ func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s", d, what)
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond) // polls a separate govgate process over HTTP: it has no signal to wait on
 	}
 }
 

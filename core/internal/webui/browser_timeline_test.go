@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/big"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,11 +25,7 @@ import (
 func TestBrowserProposalTimeline(t *testing.T) {
 	tb := newTab(t)
 	s := newStack(t, true)
-	shots := os.Getenv("GOVGATE_SCREENSHOTS") == "1"
-	if shots {
-		tb.do("viewport", chromedp.EmulateViewport(1280, 900))
-		tb.colorScheme("light")
-	}
+	shots := tb.screenshots()
 	e18 := new(big.Int).Exp(big.NewInt(10), big.NewInt(18), nil)
 	tok := func(n int64) string { return new(big.Int).Mul(big.NewInt(n), e18).String() }
 	hash := func(b byte) string { return "0x" + strings.Repeat(fmt.Sprintf("%02x", b), 32) }

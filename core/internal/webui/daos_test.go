@@ -9,70 +9,23 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/internal/dev/storetest"
+
+	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/dev/daoadmin"
 	"github.com/govgate/govgate/core/internal/httpapi"
 	"github.com/govgate/govgate/core/internal/secrets"
 	"github.com/govgate/govgate/core/internal/store"
 )
 
-// storeDAOs is a DAOAdmin over the real store. Its check against the
-// chain is probe when set (TestBrowserDAOs probes the dev chain as govgate
-// does); otherwise a governor at 0x…dEaD holds no code.
-type storeDAOs struct {
-	st      *store.Store
-	catalog *core.LiveDAOs
-	probe   func(context.Context, core.DAO) error
-}
-
-func (a *storeDAOs) reload(ctx context.Context) error {
-	list, _, err := a.st.DAOs(ctx)
-	if err == nil {
-		a.catalog.Replace(list)
-	}
-	return err
-}
-
-func (a *storeDAOs) check(ctx context.Context, d core.DAO) error {
-	if a.probe != nil {
-		return a.probe(ctx, d)
-	}
+// checkDeadGovernor is the admin page tests' check of a DAO against its
+// chain: a governor at 0x…dEaD holds no code (TestBrowserDAOs probes the
+// dev chain as govgate does).
+func checkDeadGovernor(_ context.Context, d core.DAO) error {
 	if strings.EqualFold(d.Governor, "0x000000000000000000000000000000000000dEaD") {
 		return httpapi.FieldErr(&core.FieldError{Field: "governor", Message: "no contract at " + d.Governor + " on chain 1"})
 	}
 	return nil
-}
-
-func (a *storeDAOs) CreateDAO(ctx context.Context, d core.DAO) (core.DAO, error) {
-	if err := a.check(ctx, d); err != nil {
-		return core.DAO{}, err
-	}
-	out, err := a.st.CreateDAO(ctx, d)
-	if err != nil {
-		return out, err
-	}
-	return out, a.reload(ctx)
-}
-
-func (a *storeDAOs) UpdateDAO(ctx context.Context, d core.DAO) (core.DAO, error) {
-	// As govgate does: only a new indexing definition is checked again.
-	if old, ok := a.catalog.DAO(d.Slug); !ok || old.IndexingChanged(d) {
-		if err := a.check(ctx, d); err != nil {
-			return core.DAO{}, err
-		}
-	}
-	out, err := a.st.UpdateDAO(ctx, d)
-	if err != nil {
-		return out, err
-	}
-	return out, a.reload(ctx)
-}
-
-func (a *storeDAOs) DeleteDAO(ctx context.Context, slug string) error {
-	if err := a.st.DeleteDAO(ctx, slug); err != nil {
-		return err
-	}
-	return a.reload(ctx)
 }
 
 // TestDAOForms adds, changes and removes a DAO on the admin page: a
@@ -86,10 +39,10 @@ func TestDAOForms(t *testing.T) {
 	if err := st.SeedDAOs(ctx, testDAOs[:1]); err != nil {
 		t.Fatal(err)
 	}
-	daos := &storeDAOs{st: st, catalog: core.NewLiveDAOs(nil)}
-	daos.reload(ctx)
+	daos := daoadmin.New(st, checkDeadGovernor)
+	daos.Reload(ctx)
 	s := &stack{st: st}
-	admin := httpapi.NewAdmin(httpapi.AdminConfig{Store: st, DAOs: daos.catalog, DAOAdmin: daos, Token: testToken, Logger: slog.New(slog.DiscardHandler),
+	admin := httpapi.NewAdmin(httpapi.AdminConfig{Store: st, DAOs: daos.Catalog, DAOAdmin: daos, Token: testToken, Logger: slog.New(slog.DiscardHandler),
 		UI:         http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.ui.ServeHTTP(w, r) }),
 		Authorized: func(r *http.Request) bool { return s.ui.Authorized(r) }})
 	if s.ui, err = New(Config{API: admin, Token: testToken}); err != nil {
@@ -144,7 +97,7 @@ func TestDAOForms(t *testing.T) {
 	if status, body := post("/admin/ui/daos", form()); status != http.StatusSeeOther || !strings.Contains(body, "DAO added added") {
 		t.Fatalf("add: %d\n%s", status, body)
 	}
-	if d, ok := daos.catalog.DAO("added"); !ok || d.Source != core.DAOSourceAPI {
+	if d, ok := daos.Catalog.DAO("added"); !ok || d.Source != core.DAOSourceAPI {
 		t.Fatalf("the catalog has %+v", d)
 	}
 	if status, body := post("/admin/ui/daos/added", form("name", "Renamed")); status != http.StatusSeeOther || !strings.Contains(body, "Renamed") {

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,11 +30,7 @@ import (
 // not stored, so one store (SQLite) is enough here.
 func TestDecodedActionsOverREST(t *testing.T) {
 	ctx := context.Background()
-	c, err := devchain.Start(ctx, devchain.Options{Accounts: 4, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startChain(t, devchain.Options{Accounts: 4, Logger: slog.New(slog.DiscardHandler)})
 	p, built, err := c.ActionsLifecycle(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -154,5 +152,88 @@ func TestDecodedActionsOverREST(t *testing.T) {
 	}
 	if !seen {
 		t.Errorf("no proposal.created for the actions proposal in %s", body)
+	}
+}
+
+// TestSIGHUPReloadsOperatorABIs: govgate serve starts with an empty
+// decode.abi_dir, so dev-oz's store(uint256), which the curated set does not
+// hold, is served raw; the operator writes the dev contracts' ABIs there and
+// sends SIGHUP, and the same proposal is served decoded from them, without a
+// restart. A folder that no longer loads is refused with a log line naming
+// the field, and what decoded before still does.
+func TestSIGHUPReloadsOperatorABIs(t *testing.T) {
+	ctx := context.Background()
+	c := startChain(t, devchain.Options{Accounts: 4, Logger: slog.New(slog.DiscardHandler)})
+	p, err := c.Propose(ctx, c.OZ, 2, "Store 9", 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	abis := filepath.Join(t.TempDir(), "abis")
+	if err := os.Mkdir(abis, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dao := fmt.Sprintf("  - {slug: %s, name: %s, chain_id: %d, governor: %q, kind: %s, start_block: %d}",
+		c.OZ.Slug, c.OZ.Slug, devchain.ChainID, c.OZ.Governor, c.OZ.Kind, c.OZ.StartBlock)
+	rcv := newReceiver(t)
+	url, _ := sqliteURL(t)
+	g := startGovgate(t, url, rcv.caFile, chainConfig(c.RPCURL(), dao), "GOVGATE_DECODE_ABI_DIR="+abis)
+
+	action := func() (a core.Action, ok bool) {
+		var v struct{ Proposal core.Proposal }
+		resp, err := http.Get("http://" + g.api + "/" + c.OZ.Slug + "/proposals/" + p.ID.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&v) != nil || len(v.Proposal.Actions) != 1 {
+			return core.Action{}, false
+		}
+		return v.Proposal.Actions[0], true
+	}
+	var a core.Action
+	waitFor(t, "the proposal to be indexed", 60*time.Second, func() bool {
+		var ok bool
+		a, ok = action()
+		return ok
+	})
+	if a.Decoded {
+		t.Fatalf("store(uint256) decoded before any ABI named it: %+v", a)
+	}
+
+	if err := c.WriteABIs(abis); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	// Reload then serve: the process logs the reload once it took effect.
+	waitFor(t, "the reload's log line", 30*time.Second, func() bool {
+		return strings.Contains(g.logs(), "decode: reloaded the operator's ABIs and signatures")
+	})
+	if a, _ = action(); !a.Decoded || a.Signature != "store(uint256)" || a.Source != "abi" || len(a.Args) != 1 || a.Args[0].Name != "newValue" || string(a.Args[0].Value) != `"9"` {
+		t.Fatalf("after SIGHUP: %+v", a)
+	}
+
+	// An ABI that no longer parses: refused, and the decoding stays.
+	entries, err := os.ReadDir(abis)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("the dev chain wrote no ABI: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(abis, entries[0].Name()), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the refused reload's log line", 30*time.Second, func() bool {
+		return strings.Contains(g.logs(), "decode: reload refused") && strings.Contains(g.logs(), "decode.abi_dir")
+	})
+	if a, _ = action(); !a.Decoded || a.Source != "abi" {
+		t.Fatalf("a refused reload changed the decoding: %+v", a)
+	}
+	select {
+	case <-g.exited:
+		t.Fatal("govgate exited on SIGHUP")
+	default:
 	}
 }

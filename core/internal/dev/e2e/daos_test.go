@@ -40,6 +40,19 @@ func (r *hookReceiver) received(path string) map[string]received {
 	return out
 }
 
+// waitCreated waits until path got dao's proposal.created of proposal p.
+func (r *hookReceiver) waitCreated(t *testing.T, what, path, dao string, p *devchain.Proposal) {
+	t.Helper()
+	waitFor(t, what, 60*time.Second, func() bool {
+		for _, n := range r.received(path) {
+			if n.DAO == dao && n.Type == "proposal.created" && n.Data.BlockNumber == p.Receipt.BlockNumber.Uint64() {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 func daoLine(d *devchain.Deployment) string {
 	return fmt.Sprintf("  - {slug: %s, name: %s, chain_id: %d, governor: %q, kind: %s, start_block: %d}", d.Slug, d.Slug, devchain.ChainID, d.Governor, d.Kind, d.StartBlock)
 }
@@ -78,11 +91,7 @@ func TestAdminAddsADAOAtRunTime(t *testing.T) {
 		t.Skip("long test")
 	}
 	ctx := context.Background()
-	c, err := devchain.Start(ctx, devchain.Options{Accounts: 4, BlockTime: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startChain(t, devchain.Options{Accounts: 4, BlockTime: 500 * time.Millisecond})
 	// History of the DAO to add: a proposal with votes, before govgate knows it.
 	old, err := c.Propose(ctx, c.OZ, 1, "# Before govgate", 11)
 	if err != nil {
@@ -147,14 +156,7 @@ func TestAdminAddsADAOAtRunTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the new proposal's notification", 60*time.Second, func() bool {
-		for _, n := range rcv.received("/dao") {
-			if n.DAO == c.OZ.Slug && n.Type == "proposal.created" && n.Data.BlockNumber == fresh.Receipt.BlockNumber.Uint64() {
-				return true
-			}
-		}
-		return false
-	})
+	rcv.waitCreated(t, "the new proposal's notification", "/dao", c.OZ.Slug, fresh)
 	for id, n := range rcv.received("/dao") {
 		if n.DAO == c.OZ.Slug && n.Data.BlockNumber < st.NotifyFromBlock {
 			t.Errorf("history pushed: %s %s of block %d, below %d", id, n.Type, n.Data.BlockNumber, st.NotifyFromBlock)
@@ -181,14 +183,7 @@ func TestAdminAddsADAOAtRunTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the remaining DAO's proposal", 60*time.Second, func() bool {
-		for _, n := range rcv.received("/dao") {
-			if n.DAO == c.Bravo.Slug && n.Type == "proposal.created" && n.Data.BlockNumber == bravo.Receipt.BlockNumber.Uint64() {
-				return true
-			}
-		}
-		return false
-	})
+	rcv.waitCreated(t, "the remaining DAO's proposal", "/dao", c.Bravo.Slug, bravo)
 	for id, n := range rcv.received("/dao") {
 		if n.DAO == c.OZ.Slug && n.Data.BlockNumber > removedAt.Number.Uint64() {
 			t.Errorf("the removed DAO still notified %s %s of block %d", id, n.Type, n.Data.BlockNumber)
@@ -200,12 +195,7 @@ func TestAdminAddsADAOAtRunTime(t *testing.T) {
 // chain whose RPC serves another chain each fail, with an error that names
 // the cause: at start, when added, and in health.
 func TestRefusals(t *testing.T) {
-	ctx := context.Background()
-	c, err := devchain.Start(ctx, devchain.Options{Accounts: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startChain(t, devchain.Options{Accounts: 4})
 	const nowhere = "0x00000000000000000000000000000000000D1e5e"
 
 	t.Run("start with a governor without code", func(t *testing.T) {

@@ -3,9 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/big"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +14,6 @@ import (
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/gin-gonic/gin"
 
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/internal/chain"
@@ -75,12 +72,7 @@ func tokenTruth(t *testing.T, gw *chain.Gateway, token, account common.Address, 
 // after a reorganisation that undoes a re-delegation.
 func TestServedDelegationIsTheTokens(t *testing.T) {
 	ctx := context.Background()
-	quiet := slog.New(slog.DiscardHandler)
-	c, err := devchain.Start(ctx, devchain.Options{Accounts: 8, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startChain(t, devchain.Options{Accounts: 8, Logger: quiet})
 	accts := c.Accounts()
 	tokens := map[common.Address]*devchain.Deployment{}
 	for _, d := range c.Deployments() {
@@ -139,19 +131,13 @@ func TestServedDelegationIsTheTokens(t *testing.T) {
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			st := storetest.Open(t, b.url(t), testBox(t), store.Options{})
-			gw, err := chain.New(c.ChainConfig(), chain.Options{Logger: quiet})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer gw.Close()
+			gw := newGW(t, c)
 			daos := c.DAOs()
 			r, err := indexer.NewRunner(gw, st, indexer.NewLocalLocker(), devchain.ChainID, 0, daos, indexer.Config{}, indexer.Options{Logger: quiet})
 			if err != nil {
 				t.Fatal(err)
 			}
-			api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(daos), Health: staticHealth{}, Logger: quiet,
-				Routes: []func(*gin.Engine){httpapi.ProposalRoutes(st, core.FixedDAOs(daos), quiet), httpapi.DelegateRoutes(st, core.FixedDAOs(daos), quiet)}}))
-			defer api.Close()
+			api := serveAPI(t, daos, httpapi.ProposalRoutes(st, core.FixedDAOs(daos), quiet), httpapi.DelegateRoutes(st, core.FixedDAOs(daos), quiet))
 
 			compare := func(t *testing.T) int {
 				t.Helper()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,12 +58,18 @@ func TestSignedDeliveryAndDeactivation(t *testing.T) {
 		t.Errorf("signature %q is not lowercase hex", h.Get("X-Webhook-Signature-V2"))
 	}
 
-	// Deactivation stops deliveries.
+	// Deactivation stops deliveries. A webhook still active gets the same
+	// notification: once it has, the dispatcher has handled it, and a
+	// delivery to the deactivated one would have been stored and sent.
 	p.deactivate(t, rcv.url("/hook"))
+	rcv.setSecret("/probe", p.register(t, rcv.url("/probe")))
 	p.notify(t, "ntf-e2e-2", "uniswap", map[string]any{})
-	time.Sleep(1500 * time.Millisecond)
+	waitFor(t, "the active webhook's delivery", 10*time.Second, func() bool { return rcv.count("/probe", "ntf-e2e-2") == 1 })
 	if c := rcv.count("/hook", "ntf-e2e-2"); c != 0 {
 		t.Fatalf("a deactivated webhook received %d deliveries", c)
+	}
+	if ds := deliveries(t, p, 1); slices.ContainsFunc(ds, func(d delivery) bool { return d.NotificationID == "ntf-e2e-2" }) {
+		t.Fatalf("a deactivated webhook has a delivery of a later notification: %+v", ds)
 	}
 	// Re-registration reactivates with a new secret; the old one never signs again.
 	secret2 := p.register(t, rcv.url("/hook"))
@@ -87,30 +94,44 @@ func TestReceiverDownThenUp(t *testing.T) {
 	rcv.setSecret("/down", p.register(t, rcv.url("/down")))
 	rcv.down()
 	p.notify(t, "ntf-down", "ens", map[string]any{"x": 1})
-	time.Sleep(1500 * time.Millisecond) // a few attempts fail meanwhile
+	waitFor(t, "two failed attempts", 20*time.Second, func() bool {
+		ds := deliveries(t, p, 1)
+		return len(ds) == 1 && ds[0].Attempts >= 2
+	})
 	rcv.up(t)
 	waitFor(t, "delivery after the receiver recovered", 20*time.Second, func() bool { return rcv.count("/down", "ntf-down") == 1 })
 
-	resp, body := do(t, "GET", "http://"+p.admin+"/admin/api/webhooks/1/deliveries", adminToken, nil)
-	var list struct {
-		Items []struct {
-			State      string
-			AttemptLog []struct {
-				Outcome string
-				Error   string
-			}
-		}
-	}
-	json.Unmarshal(body, &list)
+	var ds []delivery
 	waitFor(t, "the success to be recorded", 5*time.Second, func() bool {
-		resp, body = do(t, "GET", "http://"+p.admin+"/admin/api/webhooks/1/deliveries", adminToken, nil)
-		json.Unmarshal(body, &list)
-		return resp.StatusCode == 200 && len(list.Items) == 1 && list.Items[0].State == "succeeded"
+		ds = deliveries(t, p, 1)
+		return len(ds) == 1 && ds[0].State == "succeeded"
 	})
-	log := list.Items[0].AttemptLog
+	log := ds[0].AttemptLog
 	if len(log) < 2 || log[0].Outcome != "retry" || log[0].Error == "" || log[len(log)-1].Outcome != "succeeded" {
 		t.Fatalf("attempt log %+v", log)
 	}
+}
+
+// delivery is a delivery as the admin API lists it.
+type delivery struct {
+	NotificationID string
+	State          string
+	Attempts       int
+	AttemptLog     []struct {
+		Outcome string
+		Error   string
+	}
+}
+
+// deliveries returns what the admin API lists of a webhook's deliveries.
+func deliveries(t *testing.T, p *proc, webhook int) []delivery {
+	t.Helper()
+	resp, body := do(t, "GET", fmt.Sprintf("http://%s/admin/api/webhooks/%d/deliveries", p.admin, webhook), adminToken, nil)
+	var list struct{ Items []delivery }
+	if err := json.Unmarshal(body, &list); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("deliveries of webhook %d: %d %s (%v)", webhook, resp.StatusCode, body, err)
+	}
+	return list.Items
 }
 
 func TestRetryAfterGoneAndReplay(t *testing.T) {
@@ -246,7 +267,8 @@ func TestPostgresRestartMidRun(t *testing.T) {
 	for i := 0; i < hooks; i++ {
 		rcv.setSecret(fmt.Sprintf("/pg/%d", i), p.register(t, rcv.url(fmt.Sprintf("/pg/%d", i))))
 	}
-	// Slow the receiver so the restart lands mid-run.
+	// Slow the receiver (on the wall clock: it is the receiver, not the
+	// code under test) so the restart lands mid-run.
 	rcv.status = func(string) int { time.Sleep(20 * time.Millisecond); return 200 }
 	for i := 0; i < notes; i++ {
 		p.notify(t, fmt.Sprintf("ntf-pg-%03d", i), "uniswap", map[string]any{"i": i})
@@ -255,12 +277,17 @@ func TestPostgresRestartMidRun(t *testing.T) {
 	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	stoppedAt := rcv.distinct()
-	time.Sleep(2 * time.Second)
+	stoppedAt, down := rcv.distinct(), time.Now()
+	// PostgreSQL stays down until the dispatcher has met the outage on
+	// both of its paths: a claim and a record of attempt results failed.
+	waitFor(t, "the dispatcher to fail on the stopped database", 30*time.Second, func() bool {
+		logs := p.logs()
+		return strings.Contains(logs, "claim deliveries failed") && strings.Contains(logs, "record delivery attempts failed")
+	})
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("PostgreSQL was down for 2 s with %d of %d delivered", stoppedAt, hooks*notes)
+	t.Logf("PostgreSQL was down for %s with %d of %d delivered", time.Since(down).Round(time.Millisecond), stoppedAt, hooks*notes)
 	waitFor(t, "every delivery after PostgreSQL came back", 90*time.Second, func() bool { return rcv.distinct() == hooks*notes })
 	select {
 	case <-p.exited:
@@ -280,7 +307,7 @@ func TestThreeProcessesSharePostgres(t *testing.T) {
 	}
 	const hooks, notes = 10, 100
 	rcv := newReceiver(t)
-	rcv.status = func(string) int { time.Sleep(5 * time.Millisecond); return 200 }
+	rcv.status = func(string) int { time.Sleep(5 * time.Millisecond); return 200 } // a receiver that takes its time, as real ones do
 	url := storetest.Postgres.NewDatabase(t)
 	procs := []*proc{startGovgate(t, url, rcv.caFile, deliveryConfig)}
 	procs = append(procs, startGovgate(t, url, rcv.caFile, deliveryConfig), startGovgate(t, url, rcv.caFile, deliveryConfig))

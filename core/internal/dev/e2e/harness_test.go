@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -365,11 +366,7 @@ func (r *hookReceiver) distinct() int {
 func (r *hookReceiver) snapshot() map[string]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[string]int, len(r.got))
-	for k, v := range r.got {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(r.got)
 }
 
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
@@ -379,7 +376,7 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 		if cond() {
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // polls a separate process (over HTTP or its log): it has no signal to wait on
 	}
 	t.Fatalf("timed out after %s waiting for %s", timeout, what)
 }

@@ -54,11 +54,7 @@ func TestIndexerFailover(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c, err := devchain.Start(ctx, devchain.Options{BlockTime: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startChain(t, devchain.Options{BlockTime: 500 * time.Millisecond})
 	var daos []string
 	for _, d := range c.DAOs() {
 		daos = append(daos, fmt.Sprintf("  - {slug: %s, name: %s, chain_id: %d, governor: %q, kind: %s, start_block: %d}", d.Slug, d.Slug, d.ChainID, d.Governor, d.Kind, d.StartBlock))

@@ -19,7 +19,6 @@ import (
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/gin-gonic/gin"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/govgate/govgate/core"
@@ -130,11 +129,7 @@ func (o oracle) truth(d *devchain.Deployment, id *big.Int, voteStart uint64) tru
 // the indexer stored against the published JSON Schema.
 func TestServedProposalsAreTheContracts(t *testing.T) {
 	ctx := context.Background()
-	c, err := devchain.Start(ctx, devchain.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startChain(t, devchain.Options{Logger: slog.New(slog.DiscardHandler)})
 	staged, err := c.StageAllStates(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -157,11 +152,7 @@ func TestServedProposalsAreTheContracts(t *testing.T) {
 		{"postgres", func(t *testing.T) string { return storetest.Postgres.NewDatabase(t) }},
 	} {
 		st := storetest.Open(t, b.url(t), testBox(t), store.Options{})
-		gw, err := chain.New(c.ChainConfig(), chain.Options{Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer gw.Close()
+		gw := newGW(t, c)
 		daos := c.DAOs()
 		for i := range daos {
 			daos[i].NotifyHistory = true // check every notification against the schema
@@ -172,20 +163,14 @@ func TestServedProposalsAreTheContracts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := indexer.NewRunner(gw, st, indexer.NewLocalLocker(), devchain.ChainID, 0, daos, indexer.Config{}, indexer.Options{Logger: slog.New(slog.DiscardHandler), Actions: dec})
+		r, err := indexer.NewRunner(gw, st, indexer.NewLocalLocker(), devchain.ChainID, 0, daos, indexer.Config{}, indexer.Options{Logger: quiet, Actions: dec})
 		if err != nil {
 			t.Fatal(err)
 		}
-		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(daos), Health: staticHealth{}, Logger: slog.New(slog.DiscardHandler),
-			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(st, core.FixedDAOs(daos), slog.New(slog.DiscardHandler))}}))
-		defer api.Close()
+		api := serveAPI(t, daos, httpapi.ProposalRoutes(st, core.FixedDAOs(daos), quiet))
 		backends = append(backends, &backend{name: b.name, st: st, r: r, api: api})
 	}
-	gw, err := chain.New(c.ChainConfig(), chain.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Close()
+	gw := newGW(t, c)
 
 	compare := func(t *testing.T, be *backend) map[string]int {
 		t.Helper()
@@ -327,11 +312,6 @@ func notificationSchema(t *testing.T) *jsonschema.Schema {
 	}
 	return sch
 }
-
-// staticHealth serves no health: the oracle test reads proposals only.
-type staticHealth struct{}
-
-func (staticHealth) JSON(string) ([]byte, int, bool) { return nil, 0, false }
 
 func testBox(t *testing.T) *secrets.Box {
 	t.Helper()

@@ -62,11 +62,7 @@ func probeCalls(t *testing.T, reg *prometheus.Registry) int64 {
 func TestTakeoverProbesOnlyChangedDAOs(t *testing.T) {
 	const n = 40
 	ctx := context.Background()
-	c, err := devchain.Start(ctx, devchain.Options{Accounts: 4, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startChain(t, devchain.Options{Accounts: 4, Logger: quiet})
 	deps, err := c.DeployScale(ctx, n)
 	if err != nil {
 		t.Fatal(err)

@@ -4,25 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math/big"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/govgate/govgate/core/internal/dev/storetest"
 
-	"github.com/gin-gonic/gin"
-
 	"github.com/govgate/govgate/core"
-	"github.com/govgate/govgate/core/internal/chain"
 	"github.com/govgate/govgate/core/internal/dev/devchain"
 	"github.com/govgate/govgate/core/internal/httpapi"
 	"github.com/govgate/govgate/core/internal/indexer"
 	"github.com/govgate/govgate/core/internal/store"
 )
-
-var quiet = slog.New(slog.DiscardHandler)
 
 // pgLocker hands out the store's PostgreSQL chain leases to runners.
 type pgLocker struct{ st *store.Store }
@@ -33,15 +26,6 @@ func (l pgLocker) TryLock(ctx context.Context, chainID uint64) (indexer.Lease, b
 		return nil, ok, err
 	}
 	return lease, true, nil
-}
-
-func newGW(t *testing.T, c *devchain.Chain) *chain.Gateway {
-	gw, err := chain.New(c.ChainConfig(), chain.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gw.Close)
-	return gw
 }
 
 // orphans returns, by orphaned notification id, how many
@@ -78,11 +62,7 @@ func TestDeepReorgOrphanNotices(t *testing.T) {
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
-			c, err := devchain.Start(ctx, devchain.Options{Accounts: 4, Logger: quiet})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := startChain(t, devchain.Options{Accounts: 4, Logger: quiet})
 			st := storetest.Open(t, b.url(t), testBox(t), store.Options{})
 			daos := c.DAOs()
 			for i := range daos {
@@ -174,11 +154,7 @@ func TestDeepReorgOrphanNotices(t *testing.T) {
 // dies and the other takes over.
 func TestOracleAcrossReorgAndTakeover(t *testing.T) {
 	ctx := context.Background()
-	c, err := devchain.Start(ctx, devchain.Options{Accounts: 4, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startChain(t, devchain.Options{Accounts: 4, Logger: quiet})
 	url := storetest.Postgres.NewDatabase(t)
 	open := func() *store.Store {
 		st := storetest.Open(t, url, testBox(t), store.Options{})
@@ -200,9 +176,7 @@ func TestOracleAcrossReorgAndTakeover(t *testing.T) {
 	defer stopB()
 	doneA := make(chan struct{})
 	go func() { ra.Run(ctxA); close(doneA) }()
-	api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(daos), Health: staticHealth{}, Logger: quiet,
-		Routes: []func(*gin.Engine){httpapi.ProposalRoutes(stB, core.FixedDAOs(daos), quiet)}}))
-	defer api.Close()
+	api := serveAPI(t, daos, httpapi.ProposalRoutes(stB, core.FixedDAOs(daos), quiet))
 	gw := newGW(t, c)
 
 	// atHead waits until r leads and every DAO is indexed to the head.

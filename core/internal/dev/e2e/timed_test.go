@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math/big"
 	"net/http/httptest"
 	"slices"
@@ -16,7 +15,6 @@ import (
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/gin-gonic/gin"
 
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/internal/chain"
@@ -110,17 +108,8 @@ var governorEventSigs = map[common.Hash]string{
 // the test rather than being skipped.
 func TestTimedPayloadsTrueAtTheirBlock(t *testing.T) {
 	ctx := context.Background()
-	quiet := slog.New(slog.DiscardHandler)
-	c, err := devchain.Start(ctx, devchain.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	gw, err := chain.New(c.ChainConfig(), chain.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Close()
+	c := startChain(t, devchain.Options{Logger: quiet})
+	gw := newGW(t, c)
 	deps := []*devchain.Deployment{c.OZ, c.OZOffset, c.OZTime, c.OZFrac, c.OZOverride}
 	head, err := c.Head(ctx)
 	if err != nil {
@@ -143,9 +132,7 @@ func TestTimedPayloadsTrueAtTheirBlock(t *testing.T) {
 		{"postgres", func(t *testing.T) string { return storetest.Postgres.NewDatabase(t) }},
 	} {
 		st := storetest.Open(t, b.url(t), testBox(t), store.Options{})
-		api := httptest.NewServer(httpapi.NewAPI(httpapi.APIConfig{DAOs: core.FixedDAOs(daos), Health: staticHealth{}, Logger: quiet,
-			Routes: []func(*gin.Engine){httpapi.ProposalRoutes(st, core.FixedDAOs(daos), quiet)}}))
-		defer api.Close()
+		api := serveAPI(t, daos, httpapi.ProposalRoutes(st, core.FixedDAOs(daos), quiet))
 		lanes = append(lanes, &timedLane{name: b.name, st: st, rec: &recordingStore{Store: st}, api: api})
 	}
 	// restart gives every lane a new runner on its store, as a new

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -119,11 +120,7 @@ func Methods(body []byte) []string {
 func (p *Proxy) Calls() map[string]int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make(map[string]int64, len(p.calls))
-	for k, v := range p.calls {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(p.calls)
 }
 
 // Total returns the calls forwarded so far.
