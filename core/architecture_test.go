@@ -30,11 +30,13 @@ var layers = map[string][]string{
 	"core/internal/ssrf":    {},
 	// The owner of a process's goroutines: a leaf, used by the commands.
 	"core/internal/supervisor": {},
-	"core/internal/store":      {"core"},
-	"core/internal/httpapi":    {"core", "core/internal/ssrf"},
-	"core/internal/delivery":   {"core", "core/internal/signing"},
-	"core/internal/health":     {"core"},
-	"core/internal/indexer":    {"core"},
+	"core/internal/store":      {"core", "core/internal/store/migrations"},
+	// The store's schema history: gormigrate and GORM only.
+	"core/internal/store/migrations": {},
+	"core/internal/httpapi":          {"core", "core/internal/ssrf"},
+	"core/internal/delivery":         {"core", "core/internal/signing"},
+	"core/internal/health":           {"core"},
+	"core/internal/indexer":          {"core"},
 	// The calldata decoder: the domain's Action, go-ethereum's ABI codec.
 	"core/internal/calldata": {"core"},
 	"core/internal/tracing":  {"core"},
@@ -53,8 +55,10 @@ var layers = map[string][]string{
 	"web": {},
 	// Development tooling: the dev chain serves what the gateway connects
 	// to; the test servers and certificates serve the test suites.
-	"core/internal/dev/devchain":      {"core", "core/internal/chain"},
-	"core/internal/dev/pgtest":        {},
+	"core/internal/dev/devchain": {"core", "core/internal/chain"},
+	"core/internal/dev/pgtest":   {},
+	// The two-database test matrix every store-backed suite runs on.
+	"core/internal/dev/storetest":     {"core/internal/store", "core/internal/secrets", "core/internal/dev/pgtest"},
 	"core/internal/dev/rpcproxy":      {},
 	"core/internal/dev/testcert":      {},
 	"core/internal/dev/e2e":           {},

@@ -25,8 +25,7 @@ import (
 
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/internal/delivery"
-	"github.com/govgate/govgate/core/internal/dev/pgtest"
-	"github.com/govgate/govgate/core/internal/secrets"
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 	"github.com/govgate/govgate/core/internal/signing"
 	"github.com/govgate/govgate/core/internal/ssrf"
 	"github.com/govgate/govgate/core/internal/store"
@@ -36,21 +35,7 @@ import (
 // stores opens a fresh store on each database: every consumer test runs on
 // SQLite and on a real PostgreSQL.
 func stores(t *testing.T, fn func(t *testing.T, st *store.Store)) {
-	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
-	for _, name := range []string{"sqlite", "postgres"} {
-		t.Run(name, func(t *testing.T) {
-			url := "sqlite:" + filepath.Join(t.TempDir(), "d.db")
-			if name == "postgres" {
-				url = pgtest.Shared(t).NewDatabase(t)
-			}
-			st, err := store.Open(context.Background(), url, box, store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			fn(t, st)
-		})
-	}
+	storetest.Each(t, fn)
 }
 
 // dispatch runs a real dispatcher on st against srv's certificate.
@@ -476,8 +461,4 @@ func hmacHex(secret, msg string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { storetest.Main(m) }

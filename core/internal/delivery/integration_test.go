@@ -19,6 +19,7 @@ import (
 
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/internal/delivery"
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 	"github.com/govgate/govgate/core/internal/secrets"
 	"github.com/govgate/govgate/core/internal/ssrf"
 	"github.com/govgate/govgate/core/internal/store"
@@ -36,10 +37,7 @@ func newRig(t *testing.T, allowPrivate bool, caPEM []byte, perWebhook int, opts 
 	t.Helper()
 	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
 	dbPath := filepath.Join(t.TempDir(), "d.db")
-	st, err := store.Open(context.Background(), "sqlite:"+dbPath, box, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, "sqlite:"+dbPath, box, store.Options{})
 	caFile := ""
 	if caPEM != nil {
 		caFile = filepath.Join(t.TempDir(), "ca.pem")
@@ -574,11 +572,7 @@ func TestShutdownEndsByItsDeadlineWithTheDatabaseDown(t *testing.T) {
 	}
 	// The delivery is still in flight under its lease, to be taken up again.
 	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
-	st, err := store.Open(ctx, "sqlite:"+r.dbPath, box, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.Open(t, "sqlite:"+r.dbPath, box, store.Options{})
 	items, _, err := st.ListDeliveries(ctx, wh.ID, "", core.Page{Limit: 10})
 	if err != nil || len(items) != 1 || items[0].State != core.DeliveryInFlight || len(items[0].AttemptLog) != 0 {
 		t.Fatalf("after the shutdown: %+v %v, want one delivery in flight with no attempt recorded", items, err)
@@ -588,11 +582,7 @@ func TestShutdownEndsByItsDeadlineWithTheDatabaseDown(t *testing.T) {
 // Shutdown before Run makes Run return at once, having claimed nothing.
 func TestShutdownBeforeRun(t *testing.T) {
 	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
-	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "d.db"), box, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.Open(t, "sqlite:"+filepath.Join(t.TempDir(), "d.db"), box, store.Options{})
 	d, err := delivery.New(delivery.Config{Queue: st, Client: http.DefaultClient, Timeout: time.Second, Workers: 1, PerWebhookConcurrency: 1, BatchSize: 1, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)

@@ -3,15 +3,12 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -20,18 +17,13 @@ import (
 	"time"
 
 	"github.com/govgate/govgate/core"
-	"github.com/govgate/govgate/core/internal/dev/pgtest"
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 	"github.com/govgate/govgate/core/internal/httpapi"
-	"github.com/govgate/govgate/core/internal/secrets"
 	"github.com/govgate/govgate/core/internal/signing"
 	"github.com/govgate/govgate/core/internal/store"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { storetest.Main(m) }
 
 // adminToken is the admin API token of every test environment.
 const adminToken = "t0k"
@@ -48,33 +40,27 @@ type backend struct {
 	open func(t *testing.T, log *slog.Logger) (s *store.Store, where string)
 }
 
-// backends lists the databases every store-backed test runs on: an embedded
-// SQLite file and a real PostgreSQL server, a database per test.
-var backends = []backend{
-	{"sqlite", func(t *testing.T, log *slog.Logger) (*store.Store, string) {
-		path := filepath.Join(t.TempDir(), "govgate.db")
-		return openStore(t, "sqlite:"+path, log), path
-	}},
-	{"postgres", func(t *testing.T, log *slog.Logger) (*store.Store, string) {
-		url := pgtest.Shared(t).NewDatabase(t)
-		return openStore(t, url, log), url
-	}},
-}
+// backends lists the databases every store-backed test runs on:
+// storetest's (an embedded SQLite file and a real PostgreSQL server), a
+// database per test.
+var backends = func() []backend {
+	var out []backend
+	for _, b := range storetest.Backends() {
+		out = append(out, backend{b.Name, func(t *testing.T, log *slog.Logger) (*store.Store, string) {
+			url := b.NewDatabase(t)
+			where := url
+			if p := storetest.Path(url); p != "" {
+				where = p
+			}
+			return openStore(t, url, log), where
+		}})
+	}
+	return out
+}()
 
 func openStore(t *testing.T, url string, log *slog.Logger) *store.Store {
 	t.Helper()
-	key := make([]byte, 32)
-	rand.Read(key)
-	box, err := secrets.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.Open(context.Background(), url, box, store.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return storetest.Open(t, url, storetest.NewBox(t), store.Options{Logger: log})
 }
 
 // each runs fn once per backend, in parallel.

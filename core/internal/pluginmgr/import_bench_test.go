@@ -2,7 +2,6 @@ package pluginmgr_test
 
 import (
 	"context"
-	"crypto/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 	"github.com/govgate/govgate/core/internal/pluginmgr"
-	"github.com/govgate/govgate/core/internal/secrets"
 	"github.com/govgate/govgate/core/internal/store"
 	"github.com/govgate/govgate/core/internal/wasmhost"
 )
@@ -43,13 +42,7 @@ func BenchmarkImportExamples(b *testing.B) {
 	var rounds, wakes []float64
 	for b.Loop() {
 		b.StopTimer()
-		key := make([]byte, 32)
-		rand.Read(key)
-		box, _ := secrets.New(key)
-		st, err := store.Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), "govgate.db"), box, store.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		st := storetest.SQLite.Open(b, store.Options{})
 		// A host of its own: wazero's in-memory compilation cache starts
 		// empty, and no cache directory is given.
 		host, err := wasmhost.New(ctx, wasmhost.Config{})

@@ -3,7 +3,6 @@ package pluginmgr_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,8 +13,8 @@ import (
 	"time"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 	"github.com/govgate/govgate/core/internal/pluginmgr"
-	"github.com/govgate/govgate/core/internal/secrets"
 	"github.com/govgate/govgate/core/internal/store"
 	"github.com/govgate/govgate/core/internal/wasmhost"
 	"github.com/govgate/govgate/sdk/plugintest"
@@ -30,15 +29,7 @@ func watPlugin(t *testing.T) []byte {
 }
 
 func newStore(t *testing.T, path string) *store.Store {
-	key := make([]byte, 32)
-	rand.Read(key)
-	box, _ := secrets.New(key)
-	st, err := store.Open(context.Background(), "sqlite:"+path, box, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return storetest.Open(t, "sqlite:"+path, storetest.NewBox(t), store.Options{})
 }
 
 func newManager(t *testing.T, st *store.Store, dir string) (*pluginmgr.Manager, *wasmhost.Host) {

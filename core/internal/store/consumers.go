@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/govgate/govgate/core"
 )
@@ -18,10 +17,6 @@ import (
 // What a webhook's owner chooses and the state it keeps: subscriptions
 // (matched in the fan-out's SQL), ordered lines, the throttle's bucket,
 // rotated secrets and the signatures of owner requests already used.
-
-// lockingUpdate is SELECT … FOR UPDATE (PostgreSQL; SQLite's single
-// writer needs none).
-var lockingUpdate = clause.Locking{Strength: "UPDATE"}
 
 // encodeList stores a list as "|a|b|" ("" for none), so that one
 // substring search finds an item without parsing the list per row.
@@ -51,10 +46,7 @@ func boolInt(b bool) int {
 // webhook's subscription wants a notification of type typ for dao: no
 // types or one of the patterns that match typ, and no daos or dao.
 func (s *Store) subscribed(typ, dao string) (string, []any) {
-	find := "instr(%s, ?) > 0"
-	if s.dialect == Postgres {
-		find = "strpos(%s, ?) > 0"
-	}
+	find := s.dialect.containsFormat()
 	var b strings.Builder
 	var args []any
 	b.WriteString("(types = ''")
@@ -170,9 +162,7 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, id int64, secret string
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var row webhookRow
 		q := tx.Select("id", "url", "state", "secret_ciphertext").Where("id = ?", id)
-		if s.dialect == Postgres {
-			q = q.Clauses(lockingUpdate)
-		}
+		q = s.dialect.lockForUpdate(q)
 		if err := q.Take(&row).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
 				return notFound("webhook")
@@ -225,9 +215,7 @@ func (s *Store) UpdateWebhookSettings(ctx context.Context, id int64, p core.Sett
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var row webhookRow
 		q := tx.Omit("secret_ciphertext", "prev_secret_ciphertext").Where("id = ?", id)
-		if s.dialect == Postgres {
-			q = q.Clauses(lockingUpdate)
-		}
+		q = s.dialect.lockForUpdate(q)
 		if err := q.Take(&row).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
 				return notFound("webhook")
@@ -339,10 +327,7 @@ func (s *Store) promoteLines(tx *gorm.DB, ids []int64, now time.Time) (int, erro
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	lock := ""
-	if s.dialect == Postgres {
-		lock = " FOR UPDATE"
-	}
+	lock := s.dialect.forUpdate()
 	promoted := 0
 	for _, id := range ids {
 		var hooks []webhookRow

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/govgate/govgate/core"
-	"github.com/govgate/govgate/core/internal/dev/pgtest"
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 	"github.com/govgate/govgate/core/internal/store"
 )
 
@@ -72,18 +72,10 @@ func TestThrottleBucketGrantsWithinTheLimit(t *testing.T) {
 func TestOrderedLineHasOneHeadAcrossProcesses(t *testing.T) {
 	for _, name := range []string{"postgres"} {
 		t.Run(name, func(t *testing.T) {
-			url := pgtest.Shared(t).NewDatabase(t)
+			url := storetest.Postgres.NewDatabase(t)
 			box := newBox(t)
-			s1, err := store.Open(context.Background(), url, box, store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s1.Close()
-			s2, err := store.Open(context.Background(), url, box, store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s2.Close()
+			s1 := storetest.Open(t, url, box, store.Options{})
+			s2 := storetest.Open(t, url, box, store.Options{})
 			ctx := context.Background()
 			wh, _, err := s1.RegisterWebhookWith(ctx, "https://ordered.example.com/", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", core.WebhookSettings{Ordered: true})
 			if err != nil {

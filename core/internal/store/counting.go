@@ -76,20 +76,6 @@ type governorRow struct {
 
 func (governorRow) TableName() string { return "dao_governors" }
 
-func migrate0016(tx *gorm.DB) error {
-	type DAOGovernor struct {
-		DAO          string    `gorm:"column:dao;primaryKey;size:64"`
-		CountingMode string    `gorm:"size:256;not null"`
-		ClockMode    string    `gorm:"size:16;not null"`
-		UpdatedAt    time.Time `gorm:"not null"`
-	}
-	return tx.Table("dao_governors").Migrator().CreateTable(&DAOGovernor{})
-}
-
-func rollback0016(tx *gorm.DB) error {
-	return tx.Exec("DROP TABLE dao_governors").Error
-}
-
 // Governor returns what the DAO's governor said of itself when the
 // indexer last read it; false before it ever did.
 func (s *Store) Governor(ctx context.Context, dao string) (core.GovernorInfo, bool, error) {
@@ -101,50 +87,6 @@ func (s *Store) Governor(ctx context.Context, dao string) (core.GovernorInfo, bo
 		return core.GovernorInfo{}, false, nil
 	}
 	return core.GovernorInfo{CountingMode: rows[0].CountingMode, ClockMode: rows[0].ClockMode}, true, nil
-}
-
-func migrate0015(tx *gorm.DB) error {
-	type VoteOverride struct {
-		ChainID         uint64 `gorm:"primaryKey;autoIncrement:false"`
-		TxHash          string `gorm:"primaryKey;size:66"`
-		LogIndex        uint   `gorm:"primaryKey;autoIncrement:false"`
-		DAO             string `gorm:"column:dao;size:64;not null;index:ix_vote_overrides_proposal,priority:1"`
-		ProposalID      string `gorm:"size:80;not null;index:ix_vote_overrides_proposal,priority:2"`
-		BlockNumber     uint64 `gorm:"not null"`
-		Delegate        string `gorm:"size:42;not null"`
-		DelegateSupport int16  `gorm:"not null"`
-		ReducedWeight   string `gorm:"size:80;not null"`
-	}
-	type ClockPoint struct {
-		DAO       string `gorm:"column:dao;primaryKey;size:64"`
-		Block     uint64 `gorm:"primaryKey;autoIncrement:false"`
-		ChainID   uint64 `gorm:"not null;index"`
-		Timepoint uint64 `gorm:"not null"`
-	}
-	type ProposalTimeline struct {
-		DAO        string    `gorm:"column:dao;primaryKey;size:64"`
-		ProposalID string    `gorm:"primaryKey;size:80"`
-		Event      string    `gorm:"primaryKey;size:16"`
-		Block      uint64    `gorm:"primaryKey;autoIncrement:false"`
-		ChainID    uint64    `gorm:"not null;index"`
-		At         time.Time `gorm:"not null"`
-		TxHash     string    `gorm:"size:66;not null"`
-	}
-	if err := tx.Migrator().CreateTable(&VoteOverride{}, &ClockPoint{}); err != nil {
-		return err
-	}
-	return tx.Table("proposal_timeline").Migrator().CreateTable(&ProposalTimeline{})
-}
-
-func rollback0015(tx *gorm.DB) error {
-	// Plain DROPs: SQLite's migrator would want a second connection for
-	// its PRAGMAs while the migration's transaction holds the only one.
-	for _, t := range []string{"proposal_timeline", "clock_points", "vote_overrides"} {
-		if err := tx.Exec("DROP TABLE " + t).Error; err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // applyCounting writes a batch's overrides, clock points, timeline and

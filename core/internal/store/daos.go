@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/govgate/govgate/core"
 )
@@ -44,44 +43,6 @@ func (r daoRow) domain() core.DAO {
 	return core.DAO{Slug: r.Slug, Name: r.Name, ChainID: r.ChainID, Governor: r.Governor, Kind: core.GovernorKind(r.Kind),
 		StartBlock: r.StartBlock, Token: r.Token, NotifyFromBlock: r.NotifyFromBlock, NotifyHistory: r.NotifyHistory,
 		Source: r.Source, Generation: r.Generation}
-}
-
-func migrate0032(tx *gorm.DB) error {
-	type DAO struct {
-		Slug            string    `gorm:"primaryKey;size:64"`
-		Name            string    `gorm:"size:200;not null"`
-		ChainID         uint64    `gorm:"not null"`
-		Governor        string    `gorm:"size:42;not null"`
-		Kind            string    `gorm:"size:32;not null"`
-		StartBlock      uint64    `gorm:"not null"`
-		Token           string    `gorm:"size:42;not null;default:''"`
-		NotifyFromBlock *uint64   `gorm:""`
-		NotifyHistory   bool      `gorm:"not null;default:false"`
-		Source          string    `gorm:"size:16;not null"`
-		Generation      int64     `gorm:"not null"`
-		Position        int64     `gorm:"not null"`
-		CreatedAt       time.Time `gorm:"not null"`
-		UpdatedAt       time.Time `gorm:"not null"`
-	}
-	type DAORegistry struct {
-		ID      int   `gorm:"primaryKey;autoIncrement:false"`
-		Version int64 `gorm:"not null"`
-	}
-	if err := tx.Migrator().CreateTable(&DAO{}, &DAORegistry{}); err != nil {
-		return err
-	}
-	return tx.Exec(`INSERT INTO dao_registries (id, version) VALUES (1, 0)`).Error
-}
-
-// rollback0032 drops the tables with plain statements: SQLite's migrator
-// would wait for a second connection inside the migration's transaction.
-func rollback0032(tx *gorm.DB) error {
-	for _, t := range []string{"dao_registries", "daos"} {
-		if err := tx.Exec(`DROP TABLE ` + t).Error; err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // ErrDAOFromConfig is returned (wrapped) for a change to a DAO that the
@@ -146,11 +107,9 @@ func rowOf(d core.DAO) daoRow {
 // says what the store has.
 func (s *Store) SeedDAOs(ctx context.Context, daos []core.DAO) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if s.dialect == Postgres {
-			// Processes starting together seed one after the other.
-			if err := tx.Exec("SELECT pg_advisory_xact_lock(727100002)").Error; err != nil {
-				return err
-			}
+		// Processes starting together seed one after the other.
+		if err := s.dialect.serializeSeeding(tx); err != nil {
+			return err
 		}
 		var rows []daoRow
 		if err := tx.Find(&rows).Error; err != nil {
@@ -292,9 +251,7 @@ func (s *Store) UpdateDAO(ctx context.Context, d core.DAO) (core.DAO, error) {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var old []daoRow
 		q := tx.Where("slug = ?", d.Slug).Limit(1)
-		if s.dialect == Postgres {
-			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-		}
+		q = s.dialect.lockForUpdate(q)
 		if err := q.Find(&old).Error; err != nil {
 			return err
 		}

@@ -4,13 +4,15 @@ import (
 	"github.com/go-gormigrate/gormigrate/v2"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/store/migrations"
 )
 
 // MigrateTo moves the store's schema to migration id, up or down: tests
 // check that an upgrade keeps what an earlier schema held.
 func MigrateTo(s *Store, id string) error {
-	m := gormigrate.New(s.db, &gormigrate.Options{TableName: "schema_migrations", IDColumnName: "id", IDColumnSize: 255,
-		UseTransaction: true, ValidateUnknownMigrations: true}, migrations)
+	opts := migrations.Options()
+	opts.UseTransaction = true
+	m := gormigrate.New(s.db, opts, migrations.All())
 	if err := m.RollbackTo(id); err != nil {
 		return err
 	}
@@ -18,7 +20,10 @@ func MigrateTo(s *Store, id string) error {
 }
 
 // LatestMigration is the id of the last migration.
-func LatestMigration() string { return migrations[len(migrations)-1].ID }
+func LatestMigration() string {
+	all := migrations.All()
+	return all[len(all)-1].ID
+}
 
 // DelegatesCursor is the before that continues a listing of delegates by
 // sortBy after d: benchmarks start a page deep in a listing without

@@ -2,14 +2,13 @@ package store_test
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/govgate/govgate/core"
-	"github.com/govgate/govgate/core/internal/dev/pgtest"
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 	"github.com/govgate/govgate/core/internal/store"
 )
 
@@ -20,141 +19,129 @@ import (
 // carries its throttle. Once the settings are gone, the plain statements
 // serve again. Stores on one database stand for processes.
 func TestFanOutSeesSettingsChosenInAnotherProcess(t *testing.T) {
-	for _, name := range []string{"sqlite", "postgres"} {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			url := "sqlite:" + filepath.Join(t.TempDir(), "govgate.db")
-			if name == "postgres" {
-				url = pgtest.Shared(t).NewDatabase(t)
-			}
-			box := newBox(t)
-			open := func() *store.Store {
-				s, err := store.Open(ctx, url, box, store.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { s.Close() })
-				return s
-			}
-			s1, s2 := open(), open()
-			register := func(s *store.Store, name string, set core.WebhookSettings) core.Webhook {
-				t.Helper()
-				wh, _, err := s.RegisterWebhookWith(ctx, "https://"+name+".example.com/", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", set)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return wh
-			}
-			plain1, plain2 := register(s1, "plain1", core.WebhookSettings{}), register(s1, "plain2", core.WebhookSettings{})
-			h := &handoff{room: 1000, lease: time.Minute}
-			if _, err := s1.CreateNotificationHandoff(ctx, core.Notification{ID: "before", Type: core.TypeVoteCast, DAO: "uniswap", OccurredAt: time.Now(), Data: []byte(`{}`)}, "test", h); err != nil {
+	storetest.Run(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		url := b.NewDatabase(t)
+		box := newBox(t)
+		open := func() *store.Store { return storetest.Open(t, url, box, store.Options{}) }
+		s1, s2 := open(), open()
+		register := func(s *store.Store, name string, set core.WebhookSettings) core.Webhook {
+			t.Helper()
+			wh, _, err := s.RegisterWebhookWith(ctx, "https://"+name+".example.com/", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", set)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if len(h.jobs) != 2 || !store.TriesPlainFanOut(s1) {
-				t.Fatalf("without settings: %d jobs, plain next %v; want 2 and the plain statements", len(h.jobs), store.TriesPlainFanOut(s1))
-			}
+			return wh
+		}
+		plain1, plain2 := register(s1, "plain1", core.WebhookSettings{}), register(s1, "plain2", core.WebhookSettings{})
+		h := &handoff{room: 1000, lease: time.Minute}
+		if _, err := s1.CreateNotificationHandoff(ctx, core.Notification{ID: "before", Type: core.TypeVoteCast, DAO: "uniswap", OccurredAt: time.Now(), Data: []byte(`{}`)}, "test", h); err != nil {
+			t.Fatal(err)
+		}
+		if len(h.jobs) != 2 || !store.TriesPlainFanOut(s1) {
+			t.Fatalf("without settings: %d jobs, plain next %v; want 2 and the plain statements", len(h.jobs), store.TriesPlainFanOut(s1))
+		}
 
-			// Another process's owners choose settings.
-			proposals := register(s2, "proposals", core.WebhookSettings{Subscription: core.Subscription{Types: []string{"proposal.*"}}})
-			compound := register(s2, "compound", core.WebhookSettings{Subscription: core.Subscription{DAOs: []string{"compound"}}})
-			votes := register(s2, "votes", core.WebhookSettings{Subscription: core.Subscription{Types: []string{"vote.*"}, DAOs: []string{"uniswap"}}})
-			ordered := register(s2, "ordered", core.WebhookSettings{Ordered: true})
-			throttled := register(s2, "throttled", core.WebhookSettings{Throttle: core.Throttle{MaxPerSecond: 5, Burst: 2}})
+		// Another process's owners choose settings.
+		proposals := register(s2, "proposals", core.WebhookSettings{Subscription: core.Subscription{Types: []string{"proposal.*"}}})
+		compound := register(s2, "compound", core.WebhookSettings{Subscription: core.Subscription{DAOs: []string{"compound"}}})
+		votes := register(s2, "votes", core.WebhookSettings{Subscription: core.Subscription{Types: []string{"vote.*"}, DAOs: []string{"uniswap"}}})
+		ordered := register(s2, "ordered", core.WebhookSettings{Ordered: true})
+		throttled := register(s2, "throttled", core.WebhookSettings{Throttle: core.Throttle{MaxPerSecond: 5, Burst: 2}})
 
-			vote := func(id string) core.Notification {
-				return core.Notification{ID: id, Type: core.TypeVoteCast, DAO: "uniswap", OccurredAt: time.Now(), Data: []byte(`{}`)}
+		vote := func(id string) core.Notification {
+			return core.Notification{ID: id, Type: core.TypeVoteCast, DAO: "uniswap", OccurredAt: time.Now(), Data: []byte(`{}`)}
+		}
+		h = &handoff{room: 1000, lease: time.Minute}
+		if _, err := s1.CreateNotificationHandoff(ctx, vote("handed"), "test", h); err != nil {
+			t.Fatal(err)
+		}
+		// Without a dispatcher: every delivery queued (the indexer's path).
+		s3 := open()
+		if _, err := s3.CreateNotification(ctx, vote("queued"), "test"); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []*store.Store{s1, s3} {
+			if store.TriesPlainFanOut(s) {
+				t.Fatal("a store that found settings in use tries the plain statements again at once")
 			}
-			h = &handoff{room: 1000, lease: time.Minute}
-			if _, err := s1.CreateNotificationHandoff(ctx, vote("handed"), "test", h); err != nil {
+		}
+		leased := map[int64]core.Job{}
+		for _, j := range h.jobs {
+			leased[j.WebhookID] = j
+		}
+		if got := slices.Sorted(mapKeys(leased)); !slices.Equal(got, []int64{plain1.ID, plain2.ID, votes.ID, throttled.ID}) {
+			t.Fatalf("leased to webhooks %v, want %v", got, []int64{plain1.ID, plain2.ID, votes.ID, throttled.ID})
+		}
+		if th := leased[throttled.ID].Throttle; th != (core.Throttle{MaxPerSecond: 5, Burst: 2}) {
+			t.Fatalf("the throttled webhook's job carries %+v", th)
+		}
+		if th := leased[plain1.ID].Throttle; th.On() {
+			t.Fatalf("a plain webhook's job carries a throttle %+v", th)
+		}
+		for _, c := range []struct {
+			wh     core.Webhook
+			states []core.DeliveryState // of "handed" and "queued"
+		}{
+			{plain1, []core.DeliveryState{core.DeliveryInFlight, core.DeliveryPending}},
+			{votes, []core.DeliveryState{core.DeliveryInFlight, core.DeliveryPending}},
+			{throttled, []core.DeliveryState{core.DeliveryInFlight, core.DeliveryPending}},
+			{proposals, nil},
+			{compound, nil},
+			// The line's head, then the one behind it.
+			{ordered, []core.DeliveryState{core.DeliveryPending, core.DeliveryWaiting}},
+		} {
+			items, _, err := s2.ListDeliveries(ctx, c.wh.ID, "", core.Page{})
+			if err != nil {
 				t.Fatal(err)
 			}
-			// Without a dispatcher: every delivery queued (the indexer's path).
-			s3 := open()
-			if _, err := s3.CreateNotification(ctx, vote("queued"), "test"); err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range []*store.Store{s1, s3} {
-				if store.TriesPlainFanOut(s) {
-					t.Fatal("a store that found settings in use tries the plain statements again at once")
+			var got []string
+			for _, d := range items {
+				if d.NotificationID != "before" {
+					got = append(got, d.NotificationID+":"+string(d.State))
 				}
 			}
-			leased := map[int64]core.Job{}
-			for _, j := range h.jobs {
-				leased[j.WebhookID] = j
-			}
-			if got := slices.Sorted(mapKeys(leased)); !slices.Equal(got, []int64{plain1.ID, plain2.ID, votes.ID, throttled.ID}) {
-				t.Fatalf("leased to webhooks %v, want %v", got, []int64{plain1.ID, plain2.ID, votes.ID, throttled.ID})
-			}
-			if th := leased[throttled.ID].Throttle; th != (core.Throttle{MaxPerSecond: 5, Burst: 2}) {
-				t.Fatalf("the throttled webhook's job carries %+v", th)
-			}
-			if th := leased[plain1.ID].Throttle; th.On() {
-				t.Fatalf("a plain webhook's job carries a throttle %+v", th)
-			}
-			for _, c := range []struct {
-				wh     core.Webhook
-				states []core.DeliveryState // of "handed" and "queued"
-			}{
-				{plain1, []core.DeliveryState{core.DeliveryInFlight, core.DeliveryPending}},
-				{votes, []core.DeliveryState{core.DeliveryInFlight, core.DeliveryPending}},
-				{throttled, []core.DeliveryState{core.DeliveryInFlight, core.DeliveryPending}},
-				{proposals, nil},
-				{compound, nil},
-				// The line's head, then the one behind it.
-				{ordered, []core.DeliveryState{core.DeliveryPending, core.DeliveryWaiting}},
-			} {
-				items, _, err := s2.ListDeliveries(ctx, c.wh.ID, "", core.Page{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got []string
-				for _, d := range items {
-					if d.NotificationID != "before" {
-						got = append(got, d.NotificationID+":"+string(d.State))
-					}
-				}
-				slices.Sort(got)
-				var want []string
-				for i, id := range []string{"handed", "queued"} {
-					if c.states != nil {
-						want = append(want, id+":"+string(c.states[i]))
-					}
-				}
-				if !slices.Equal(got, want) {
-					t.Errorf("%s: deliveries %v, want %v", c.wh.URL, got, want)
+			slices.Sort(got)
+			var want []string
+			for i, id := range []string{"handed", "queued"} {
+				if c.states != nil {
+					want = append(want, id+":"+string(c.states[i]))
 				}
 			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: deliveries %v, want %v", c.wh.URL, got, want)
+			}
+		}
 
-			// The settings go (deactivated, or changed back to none): the
-			// plain statements serve again, for every active webhook.
-			for _, wh := range []core.Webhook{proposals, compound, ordered} {
-				if _, err := s2.DeactivateWebhookByID(ctx, wh.ID, "test"); err != nil {
-					t.Fatal(err)
-				}
-			}
-			none, zero := []string{}, 0.0
-			for _, wh := range []core.Webhook{votes, throttled} {
-				if _, err := s2.UpdateWebhookSettings(ctx, wh.ID, core.SettingsPatch{Types: &none, DAOs: &none, MaxPerSecond: &zero}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			store.ForgetSettingsFound(s1)
-			h = &handoff{room: 1000, lease: time.Minute}
-			if _, err := s1.CreateNotificationHandoff(ctx, core.Notification{ID: "after", Type: core.TypeProposalCreated, DAO: "compound", OccurredAt: time.Now(), Data: []byte(`{}`)}, "test", h); err != nil {
+		// The settings go (deactivated, or changed back to none): the
+		// plain statements serve again, for every active webhook.
+		for _, wh := range []core.Webhook{proposals, compound, ordered} {
+			if _, err := s2.DeactivateWebhookByID(ctx, wh.ID, "test"); err != nil {
 				t.Fatal(err)
 			}
-			var got []int64
-			for _, j := range h.jobs {
-				if j.Throttle.On() {
-					t.Fatalf("job %+v carries a throttle", j)
-				}
-				got = append(got, j.WebhookID)
+		}
+		none, zero := []string{}, 0.0
+		for _, wh := range []core.Webhook{votes, throttled} {
+			if _, err := s2.UpdateWebhookSettings(ctx, wh.ID, core.SettingsPatch{Types: &none, DAOs: &none, MaxPerSecond: &zero}); err != nil {
+				t.Fatal(err)
 			}
-			if want := []int64{plain1.ID, plain2.ID, votes.ID, throttled.ID}; !slices.Equal(got, want) || !store.TriesPlainFanOut(s1) {
-				t.Fatalf("after the settings went: leased to %v (want %v), plain next %v", got, want, store.TriesPlainFanOut(s1))
+		}
+		store.ForgetSettingsFound(s1)
+		h = &handoff{room: 1000, lease: time.Minute}
+		if _, err := s1.CreateNotificationHandoff(ctx, core.Notification{ID: "after", Type: core.TypeProposalCreated, DAO: "compound", OccurredAt: time.Now(), Data: []byte(`{}`)}, "test", h); err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, j := range h.jobs {
+			if j.Throttle.On() {
+				t.Fatalf("job %+v carries a throttle", j)
 			}
-		})
-	}
+			got = append(got, j.WebhookID)
+		}
+		if want := []int64{plain1.ID, plain2.ID, votes.ID, throttled.ID}; !slices.Equal(got, want) || !store.TriesPlainFanOut(s1) {
+			t.Fatalf("after the settings went: leased to %v (want %v), plain next %v", got, want, store.TriesPlainFanOut(s1))
+		}
+	})
 }
 
 func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 	"github.com/govgate/govgate/core/internal/secrets"
 	"github.com/govgate/govgate/core/internal/store"
 )
@@ -61,11 +62,7 @@ func faultyStore(t *testing.T) (*store.Store, func(...*fault)) {
 	})
 	path := filepath.Join(t.TempDir(), "faults.db")
 	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
-	st, err := store.Open(context.Background(), "sqlite:"+path, box, store.WithSQLiteDriver(store.Options{}, "sqlite-faults"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, "sqlite:"+path, box, store.WithSQLiteDriver(store.Options{}, "sqlite-faults"))
 	return st, func(fs ...*fault) {
 		faults.mu.Lock()
 		defer faults.mu.Unlock()

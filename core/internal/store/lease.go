@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"sync"
 	"time"
 )
@@ -32,47 +31,10 @@ func chainLockKey(chainID uint64) int64 { return int64(0x676f76<<32) | int64(cha
 // TryChainLock takes the chain's lease if nobody holds it; it never waits.
 func (s *Store) TryChainLock(ctx context.Context, chainID uint64) (*ChainLease, bool, error) {
 	l := &ChainLease{done: make(chan struct{}), stopBeat: make(chan struct{})}
-	if s.dialect == SQLite {
-		key := fmt.Sprintf("%p/%d", s, chainID)
-		localLeaseMu.Lock()
-		defer localLeaseMu.Unlock()
-		if localLeases[key] {
-			return nil, false, nil
-		}
-		localLeases[key] = true
-		l.release = func() {
-			localLeaseMu.Lock()
-			delete(localLeases, key)
-			localLeaseMu.Unlock()
-		}
-		return l, true, nil
-	}
-	sqlDB, err := s.db.DB()
-	if err != nil {
+	ok, err := s.dialect.tryChainLock(ctx, s, chainID, l)
+	if !ok || err != nil {
 		return nil, false, err
 	}
-	conn, err := sqlDB.Conn(ctx)
-	if err != nil {
-		return nil, false, fmt.Errorf("chain lock: %w", err)
-	}
-	var ok bool
-	if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, chainLockKey(chainID)).Scan(&ok); err != nil {
-		conn.Close()
-		return nil, false, fmt.Errorf("chain lock: %w", err)
-	}
-	if !ok {
-		conn.Close()
-		return nil, false, nil
-	}
-	l.conn = conn
-	l.release = func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		// A failed unlock is undone by the close: the lock is the session's.
-		_, _ = conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, chainLockKey(chainID))
-		conn.Close()
-	}
-	go l.heartbeat()
 	return l, true, nil
 }
 

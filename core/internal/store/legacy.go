@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/govgate/govgate/core"
 )
@@ -58,9 +57,7 @@ func (s *Store) SettleLegacyCursor(ctx context.Context, dao string, gen int64, k
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var cur []storedCursor
 		q := tx.Table("chain_cursors").Select("dao", "block", "hash", "joined", "generation").Where("dao = ?", dao).Limit(1)
-		if s.dialect == Postgres {
-			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-		}
+		q = s.dialect.lockForUpdate(q)
 		if err := q.Find(&cur).Error; err != nil {
 			return err
 		}

@@ -93,23 +93,7 @@ func (s *Store) CreateNotificationHandoff(ctx context.Context, n core.Notificati
 	}
 	tp, end := s.startTrace(ctx, n)
 	var f fanOut
-	if s.dialect == Postgres {
-		// One statement, atomic on its own: no transaction round trips.
-		f, err = s.insertNotificationPG(ctx, s.pool(), n, source, r, tp)
-		if err == nil && len(f.ordered) > 0 {
-			// The lines of ordered webhooks get their heads now; were this
-			// process to die first, the dispatchers' sweep (PromoteOrdered)
-			// would.
-			if _, perr := s.promote(ctx, f.ordered); perr != nil {
-				s.log.Warn("promote ordered deliveries; the sweep will", "err", perr)
-			}
-		}
-	} else {
-		err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			f, err = s.insertNotification(tx, n, source, r, tp)
-			return err
-		})
-	}
+	f, err = s.dialect.createNotification(ctx, s, n, source, r, tp)
 	if err != nil {
 		f = fanOut{}
 	}
@@ -135,15 +119,7 @@ func (s *Store) InsertNotificationTx(tx *gorm.DB, n core.Notification, source st
 	var f fanOut
 	var err error
 	tp, end := s.startTrace(tx.Statement.Context, n)
-	if s.dialect == Postgres {
-		f, err = s.insertNotificationPG(tx.Statement.Context, txQuerier(tx), n, source, core.Reservation{}, tp)
-		if err == nil && len(f.ordered) > 0 {
-			// In the producer's transaction: the heads commit with it.
-			_, err = s.promoteLines(tx, f.ordered, s.now())
-		}
-	} else {
-		f, err = s.insertNotification(tx, n, source, core.Reservation{}, tp)
-	}
+	f, err = s.dialect.insertNotificationTx(tx, s, n, source, tp)
 	if end != nil {
 		end(err == nil && f.created)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -56,24 +55,7 @@ func (s *Store) bind(query string) string { return s.bindFrom(query, 1) }
 
 // bindFrom is bind numbering from $first, for a fragment placed after a
 // statement's own parameters.
-func (s *Store) bindFrom(query string, first int) string {
-	if s.dialect != Postgres {
-		return query
-	}
-	var b strings.Builder
-	b.Grow(len(query) + 16)
-	n := first - 1
-	for i := 0; i < len(query); i++ {
-		if query[i] == '?' {
-			n++
-			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(n))
-			continue
-		}
-		b.WriteByte(query[i])
-	}
-	return b.String()
-}
+func (s *Store) bindFrom(query string, first int) string { return s.dialect.bindFrom(query, first) }
 
 // marks returns n comma-separated placeholders.
 func marks(n int) string {

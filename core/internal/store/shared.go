@@ -35,76 +35,6 @@ type sharedCursorRow struct {
 
 func (sharedCursorRow) TableName() string { return "chain_shared_cursors" }
 
-// migrate0030 adds the shared cursors, the joined mark and the DAO
-// generation that fences writes for a removed or redefined DAO (0: any).
-func migrate0030(tx *gorm.DB) error {
-	type ChainSharedCursor struct {
-		ChainID   uint64    `gorm:"primaryKey;autoIncrement:false"`
-		Block     uint64    `gorm:"not null"`
-		Hash      string    `gorm:"size:66;not null"`
-		UpdatedAt time.Time `gorm:"not null"`
-	}
-	if err := tx.Migrator().CreateTable(&ChainSharedCursor{}); err != nil {
-		return err
-	}
-	for _, q := range []string{
-		`ALTER TABLE chain_cursors ADD COLUMN joined BOOLEAN NOT NULL DEFAULT false`,
-		`ALTER TABLE chain_cursors ADD COLUMN generation BIGINT NOT NULL DEFAULT 0`,
-	} {
-		if err := tx.Exec(q).Error; err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func rollback0030(tx *gorm.DB) error {
-	for _, q := range []string{
-		// A joined DAO's cursor is the shared one: write it back first.
-		`UPDATE chain_cursors SET block = (SELECT s.block FROM chain_shared_cursors s WHERE s.chain_id = chain_cursors.chain_id),
-			hash = (SELECT s.hash FROM chain_shared_cursors s WHERE s.chain_id = chain_cursors.chain_id)
-			WHERE joined AND EXISTS (SELECT 1 FROM chain_shared_cursors s WHERE s.chain_id = chain_cursors.chain_id)`,
-		`ALTER TABLE chain_cursors DROP COLUMN generation`,
-		`ALTER TABLE chain_cursors DROP COLUMN joined`,
-	} {
-		if err := tx.Exec(q).Error; err != nil {
-			return err
-		}
-	}
-	return tx.Exec(`DROP TABLE chain_shared_cursors`).Error
-}
-
-// migrate0031 gives indexer notifications their chain and block, so that a
-// reorganisation finds the ones it orphaned, and marks those it did.
-// Nullable columns without defaults are a catalogue change on PostgreSQL.
-func migrate0031(tx *gorm.DB) error {
-	for _, q := range []string{
-		`ALTER TABLE notifications ADD COLUMN chain_id BIGINT`,
-		`ALTER TABLE notifications ADD COLUMN block_number BIGINT`,
-		`ALTER TABLE notifications ADD COLUMN orphaned_at TIMESTAMP`,
-		`CREATE INDEX ix_notifications_chain_block ON notifications (chain_id, block_number) WHERE block_number IS NOT NULL`,
-	} {
-		if err := tx.Exec(q).Error; err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func rollback0031(tx *gorm.DB) error {
-	for _, q := range []string{
-		`DROP INDEX ix_notifications_chain_block`,
-		`ALTER TABLE notifications DROP COLUMN orphaned_at`,
-		`ALTER TABLE notifications DROP COLUMN block_number`,
-		`ALTER TABLE notifications DROP COLUMN chain_id`,
-	} {
-		if err := tx.Exec(q).Error; err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // SharedCursor returns the chain's shared cursor; false if it has none.
 func (s *Store) SharedCursor(ctx context.Context, chainID uint64) (core.Cursor, bool, error) {
 	var rows []sharedCursorRow
@@ -157,9 +87,7 @@ func (s *Store) ApplyBatches(ctx context.Context, b core.ChainBatch) (dropped []
 		if b.Shared != nil {
 			var cur []sharedCursorRow
 			q := tx.Where("chain_id = ?", b.ChainID).Limit(1)
-			if s.dialect == Postgres {
-				q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-			}
+			q = s.dialect.lockForUpdate(q)
 			if err := q.Find(&cur).Error; err != nil {
 				return err
 			}
@@ -295,9 +223,7 @@ func (s *Store) lockCursors(tx *gorm.DB, b core.ChainBatch) (map[string]storedCu
 	for i := 0; i < len(slugs); i += 500 {
 		var rows []storedCursor
 		q := tx.Table("chain_cursors").Select("dao", "block", "hash", "joined", "generation").Where("dao IN ?", slugs[i:min(i+500, len(slugs))]).Order("dao")
-		if s.dialect == Postgres {
-			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-		}
+		q = s.dialect.lockForUpdate(q)
 		if err := q.Find(&rows).Error; err != nil {
 			return nil, fmt.Errorf("read cursors: %w", err)
 		}

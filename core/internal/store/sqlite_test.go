@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 	"github.com/govgate/govgate/core/internal/secrets"
 	"github.com/govgate/govgate/core/internal/store"
 )
@@ -33,11 +34,7 @@ func TestOpensADatabaseOfTheEarlierSQLiteDriver(t *testing.T) {
 	}
 	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
 	ctx := context.Background()
-	s, err := store.Open(ctx, "sqlite:"+path, box, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := storetest.Open(t, "sqlite:"+path, box, store.Options{})
 
 	hooks, _, err := s.ListWebhooks(ctx, core.WebhookFilter{}, core.Page{})
 	if err != nil || len(hooks) != 1 || hooks[0].CreatedAt.Year() != 2026 {

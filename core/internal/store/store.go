@@ -16,8 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/libtnb/sqlite"
-	"gorm.io/driver/postgres"
+	sqlitedriver "github.com/libtnb/sqlite"
+	pgdriver "gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -41,7 +41,7 @@ const (
 // Store is the GORM-backed store.
 type Store struct {
 	db      *gorm.DB
-	dialect Dialect
+	dialect dialect
 	cipher  Cipher
 	log     *slog.Logger
 	now     func() time.Time
@@ -83,9 +83,9 @@ func Open(ctx context.Context, url string, cipher Cipher, opts Options) (*Store,
 		NowFunc:                func() time.Time { return time.Now().UTC() },
 	}
 	var (
-		db      *gorm.DB
-		dialect Dialect
-		err     error
+		db  *gorm.DB
+		d   dialect
+		err error
 	)
 	switch {
 	case strings.HasPrefix(url, "sqlite:"):
@@ -104,11 +104,11 @@ func Open(ctx context.Context, url string, cipher Cipher, opts Options) (*Store,
 		// the time does: the queue compares them in SQL, and databases
 		// written by earlier versions hold that form.
 		dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_time_format=sqlite"
-		db, err = gorm.Open(sqlite.New(sqlite.Config{DriverName: opts.sqliteDriver, DSN: dsn}), gcfg)
-		dialect = SQLite
+		db, err = gorm.Open(sqlitedriver.New(sqlitedriver.Config{DriverName: opts.sqliteDriver, DSN: dsn}), gcfg)
+		d = sqlite{}
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		db, err = gorm.Open(postgres.Open(url), gcfg)
-		dialect = Postgres
+		db, err = gorm.Open(pgdriver.Open(url), gcfg)
+		d = postgres{}
 	default:
 		return nil, fmt.Errorf("open store: unsupported database url (want sqlite:PATH or postgres://…)")
 	}
@@ -119,21 +119,9 @@ func Open(ctx context.Context, url string, cipher Cipher, opts Options) (*Store,
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	if dialect == SQLite {
-		// One connection serialises writers inside the process, which is
-		// what SQLite does anyway, and removes SQLITE_BUSY between them.
-		sqlDB.SetMaxOpenConns(1)
-	} else {
-		n := opts.MaxOpenConns
-		if n <= 0 {
-			n = 20
-		}
-		sqlDB.SetMaxOpenConns(n)
-		sqlDB.SetMaxIdleConns(n)
-		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-	}
-	s := &Store{db: db, dialect: dialect, cipher: cipher, log: log, now: func() time.Time { return time.Now().UTC() }, tracer: opts.Tracer}
-	if err := s.migrate(ctx); err != nil {
+	d.configurePool(sqlDB, opts.MaxOpenConns)
+	s := &Store{db: db, dialect: d, cipher: cipher, log: log, now: func() time.Time { return time.Now().UTC() }, tracer: opts.Tracer}
+	if err := d.migrate(ctx, db); err != nil {
 		return nil, errors.Join(err, sqlDB.Close())
 	}
 	return s, nil
@@ -149,7 +137,7 @@ func (s *Store) Close() error {
 }
 
 // Dialect reports which database the store uses.
-func (s *Store) Dialect() Dialect { return s.dialect }
+func (s *Store) Dialect() Dialect { return s.dialect.name() }
 
 // DB exposes the GORM handle to sibling files and tests.
 func (s *Store) DB() *gorm.DB { return s.db }

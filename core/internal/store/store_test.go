@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,55 +14,36 @@ import (
 	"time"
 
 	"github.com/govgate/govgate/core"
-	"github.com/govgate/govgate/core/internal/dev/pgtest"
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 	"github.com/govgate/govgate/core/internal/secrets"
 	"github.com/govgate/govgate/core/internal/store"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { storetest.Main(m) }
 
 type backend struct {
 	name string
 	open func(t testing.TB) (*store.Store, string)
 }
 
-func newBox(t testing.TB) *secrets.Box {
-	key := make([]byte, 32)
-	rand.Read(key)
-	box, err := secrets.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return box
-}
+func newBox(t testing.TB) *secrets.Box { return storetest.NewBox(t) }
 
-// backends is the contract suite's list: every test runs on SQLite and on a
-// real PostgreSQL.
+// backends is the contract suite's list: every test runs on each of
+// storetest's databases (SQLite and a real PostgreSQL). open returns the
+// store and where it is: a SQLite file's path, a PostgreSQL URL.
 func backends() []backend {
-	return []backend{
-		{"sqlite", func(t testing.TB) (*store.Store, string) {
-			path := filepath.Join(t.TempDir(), "govgate.db")
-			s, err := store.Open(context.Background(), "sqlite:"+path, newBox(t), store.Options{})
-			if err != nil {
-				t.Fatal(err)
+	var out []backend
+	for _, b := range storetest.Backends() {
+		out = append(out, backend{b.Name, func(t testing.TB) (*store.Store, string) {
+			url := b.NewDatabase(t)
+			where := url
+			if p := storetest.Path(url); p != "" {
+				where = p
 			}
-			t.Cleanup(func() { s.Close() })
-			return s, path
-		}},
-		{"postgres", func(t testing.TB) (*store.Store, string) {
-			url := pgtest.Shared(t).NewDatabase(t)
-			s, err := store.Open(context.Background(), url, newBox(t), store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s, url
-		}},
+			return storetest.Open(t, url, newBox(t), store.Options{}), where
+		}})
 	}
+	return out
 }
 
 func each(t *testing.T, fn func(t *testing.T, s *store.Store, where string)) {
@@ -371,17 +351,10 @@ func TestGoneAndDisableAfter(t *testing.T) {
 func TestReopenKeepsData(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "g.db")
 	box := newBox(t)
-	s, err := store.Open(context.Background(), "sqlite:"+path, box, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storetest.Open(t, "sqlite:"+path, box, store.Options{})
 	s.RegisterWebhook(context.Background(), "https://keep.example.com/", "whsec_k")
 	s.Close()
-	s2, err := store.Open(context.Background(), "sqlite:"+path, box, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := storetest.Open(t, "sqlite:"+path, box, store.Options{})
 	list, _, _ := s2.ListWebhooks(context.Background(), core.WebhookFilter{}, core.Page{})
 	if len(list) != 1 {
 		t.Fatalf("after reopening: %d webhooks", len(list))

@@ -7,10 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 
 	"github.com/chromedp/chromedp"
 
@@ -67,11 +68,7 @@ func TestBrowserDAOs(t *testing.T) {
 	}
 	t.Cleanup(gw.Close)
 	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
-	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "govgate.db"), box, store.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, storetest.SQLite.NewDatabase(t), box, store.Options{Logger: slog.New(slog.DiscardHandler)})
 	filed := c.Bravo.DAO()
 	filed.Name = "Bravo-style DAO"
 	if err := st.SeedDAOs(ctx, []core.DAO{filed}); err != nil {

@@ -6,9 +6,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/internal/dev/daoadmin"
@@ -33,11 +34,8 @@ func TestDAOForms(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	box, _ := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
-	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "govgate.db"), box, store.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.Open(t, storetest.SQLite.NewDatabase(t), box, store.Options{Logger: slog.New(slog.DiscardHandler)})
+	var err error
 	if err := st.SeedDAOs(ctx, testDAOs[:1]); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/internal/calldata"
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 	"github.com/govgate/govgate/core/internal/httpapi"
 	"github.com/govgate/govgate/core/internal/secrets"
 	"github.com/govgate/govgate/core/internal/store"
@@ -45,16 +45,11 @@ type stack struct {
 
 func newStack(t *testing.T, contract bool, mutate ...func(*Config)) *stack {
 	t.Helper()
-	ctx := context.Background()
 	box, err := secrets.New([]byte("0123456789abcdef0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "govgate.db"), box, store.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, storetest.SQLite.NewDatabase(t), box, store.Options{Logger: slog.New(slog.DiscardHandler)})
 	s := &stack{st: st}
 	cfg := httpapi.AdminConfig{
 		Store: st, DAOs: core.FixedDAOs(testDAOs), Token: testToken, Logger: slog.New(slog.DiscardHandler),

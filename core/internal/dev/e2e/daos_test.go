@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govgate/govgate/core/internal/dev/storetest"
+
 	"github.com/govgate/govgate/core/internal/dev/devchain"
 )
 
@@ -103,7 +105,7 @@ func TestAdminAddsADAOAtRunTime(t *testing.T) {
 	}
 	cfg := chainConfig(c.RPCURL(), daoLine(c.Bravo))
 	rcv := newReceiver(t)
-	url, _ := pgURL(t)
+	url := storetest.Postgres.NewDatabase(t)
 	a := startGovgate(t, url, rcv.caFile, cfg)
 	b := startGovgate(t, url, rcv.caFile, cfg)
 	rcv.setSecret("/dao", a.register(t, rcv.url("/dao")))
@@ -208,7 +210,7 @@ func TestRefusals(t *testing.T) {
 
 	t.Run("added through the admin API", func(t *testing.T) {
 		rcv := newReceiver(t)
-		p := startGovgate(t, "sqlite:"+filepath.Join(t.TempDir(), "g.db"), rcv.caFile, chainConfig(c.RPCURL(), daoLine(c.Bravo)))
+		p := startGovgate(t, storetest.SQLite.NewDatabase(t), rcv.caFile, chainConfig(c.RPCURL(), daoLine(c.Bravo)))
 		for _, tc := range []struct {
 			name, governor, kind, field, says string
 		}{
@@ -233,7 +235,7 @@ func TestRefusals(t *testing.T) {
 	t.Run("an RPC serving another chain", func(t *testing.T) {
 		cfg := strings.Replace(chainConfig(c.RPCURL(), strings.Replace(daoLine(c.Bravo), "chain_id: 1337", "chain_id: 5", 1)), "id: 1337", "id: 5", 1)
 		rcv := newReceiver(t)
-		p := startGovgate(t, "sqlite:"+filepath.Join(t.TempDir(), "g.db"), rcv.caFile, cfg)
+		p := startGovgate(t, storetest.SQLite.NewDatabase(t), rcv.caFile, cfg)
 		waitFor(t, "health to fail with the cause", 30*time.Second, func() bool {
 			resp, out := do(t, "GET", "http://"+p.api+"/"+c.Bravo.Slug+"/health", "", nil)
 			return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(out), "chain id mismatch: the RPC serves chain 1337, configured as 5")

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/big"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/accounts/abi"
@@ -125,15 +126,11 @@ func TestServedDelegationIsTheTokens(t *testing.T) {
 		url  func(t *testing.T) string
 		to   int // whom account 2 re-delegates to before the reorganisation
 	}{
-		{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "govgate.db") }, 3},
-		{"postgres", func(t *testing.T) string { url, _ := pgURL(t); return url }, 4},
+		{"sqlite", func(t *testing.T) string { return storetest.SQLite.NewDatabase(t) }, 3},
+		{"postgres", func(t *testing.T) string { return storetest.Postgres.NewDatabase(t) }, 4},
 	} {
 		t.Run(b.name, func(t *testing.T) {
-			st, err := store.Open(ctx, b.url(t), testBox(t), store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := storetest.Open(t, b.url(t), testBox(t), store.Options{})
 			gw := newGW(t, c)
 			daos := c.DAOs()
 			r, err := indexer.NewRunner(gw, st, indexer.NewLocalLocker(), devchain.ChainID, 0, daos, indexer.Config{}, indexer.Options{Logger: quiet})

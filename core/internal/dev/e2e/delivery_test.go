@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -14,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govgate/govgate/core/internal/dev/storetest"
+
 	_ "modernc.org/sqlite"
 )
 
 func sqliteURL(t *testing.T) (url, path string) {
-	path = filepath.Join(t.TempDir(), "govgate.db")
-	return "sqlite:" + path, path
+	url = storetest.SQLite.NewDatabase(t)
+	return url, storetest.Path(url)
 }
 
 func TestSignedDeliveryAndDeactivation(t *testing.T) {
@@ -307,7 +308,7 @@ func TestThreeProcessesSharePostgres(t *testing.T) {
 	const hooks, notes = 10, 100
 	rcv := newReceiver(t)
 	rcv.status = func(string) int { time.Sleep(5 * time.Millisecond); return 200 } // a receiver that takes its time, as real ones do
-	url, _ := pgURL(t)
+	url := storetest.Postgres.NewDatabase(t)
 	procs := []*proc{startGovgate(t, url, rcv.caFile, deliveryConfig)}
 	procs = append(procs, startGovgate(t, url, rcv.caFile, deliveryConfig), startGovgate(t, url, rcv.caFile, deliveryConfig))
 	for i := 0; i < hooks; i++ {

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govgate/govgate/core/internal/dev/storetest"
+
 	"github.com/govgate/govgate/core/internal/dev/pgtest"
 	"github.com/govgate/govgate/core/internal/dev/testcert"
 	"github.com/govgate/govgate/sdk/receiver"
@@ -39,7 +41,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	pgtest.StopShared()
+	storetest.Stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -379,6 +381,9 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 	t.Fatalf("timed out after %s waiting for %s", timeout, what)
 }
 
+// pgURL is a new database on the shared PostgreSQL server with the server
+// itself, for a test that stops and restarts the database under govgate;
+// any other test takes its database from storetest.
 func pgURL(t *testing.T) (string, *pgtest.Server) {
 	srv := pgtest.Shared(t)
 	return srv.NewDatabase(t), srv

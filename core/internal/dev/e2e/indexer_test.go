@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govgate/govgate/core/internal/dev/storetest"
+
 	"github.com/govgate/govgate/core/internal/dev/devchain"
 )
 
@@ -59,7 +61,7 @@ func TestIndexerFailover(t *testing.T) {
 	}
 	cfg := chainConfig(c.RPCURL(), strings.Join(daos, "\n"))
 	rcv := newReceiver(t)
-	url, _ := pgURL(t)
+	url := storetest.Postgres.NewDatabase(t)
 	a := startGovgate(t, url, rcv.caFile, cfg)
 	b := startGovgate(t, url, rcv.caFile, cfg)
 	rcv.setSecret("/idx", a.register(t, rcv.url("/idx")))

@@ -10,10 +10,11 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/accounts/abi"
@@ -147,14 +148,10 @@ func TestServedProposalsAreTheContracts(t *testing.T) {
 		name string
 		url  func(t *testing.T) string
 	}{
-		{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "govgate.db") }},
-		{"postgres", func(t *testing.T) string { url, _ := pgURL(t); return url }},
+		{"sqlite", func(t *testing.T) string { return storetest.SQLite.NewDatabase(t) }},
+		{"postgres", func(t *testing.T) string { return storetest.Postgres.NewDatabase(t) }},
 	} {
-		st, err := store.Open(ctx, b.url(t), testBox(t), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
+		st := storetest.Open(t, b.url(t), testBox(t), store.Options{})
 		gw := newGW(t, c)
 		daos := c.DAOs()
 		for i := range daos {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 )
 
 // registerWith registers a webhook with the given body (url and settings)
@@ -58,7 +60,7 @@ func TestOrderedDeliverySurvivesKillsAndProcesses(t *testing.T) {
 			rcv := newReceiver(t)
 			var db string
 			if backend == "postgres" {
-				db, _ = pgURL(t)
+				db = storetest.Postgres.NewDatabase(t)
 			} else {
 				db, _ = sqliteURL(t)
 			}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govgate/govgate/core/internal/dev/storetest"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/govgate/govgate/core"
@@ -69,13 +71,9 @@ func TestTakeoverProbesOnlyChangedDAOs(t *testing.T) {
 	for i, d := range deps {
 		filed[i] = d.DAO()
 	}
-	url, _ := pgURL(t)
+	url := storetest.Postgres.NewDatabase(t)
 	open := func() *store.Store {
-		st, err := store.Open(ctx, url, testBox(t), store.Options{Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
+		st := storetest.Open(t, url, testBox(t), store.Options{Logger: quiet})
 		return st
 	}
 	stA, stB := open(), open()

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 
 	"github.com/govgate/govgate/core"
 	"github.com/govgate/govgate/core/internal/dev/devchain"
@@ -56,17 +57,13 @@ func TestDeepReorgOrphanNotices(t *testing.T) {
 		name string
 		url  func(t *testing.T) string
 	}{
-		{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "govgate.db") }},
-		{"postgres", func(t *testing.T) string { url, _ := pgURL(t); return url }},
+		{"sqlite", func(t *testing.T) string { return storetest.SQLite.NewDatabase(t) }},
+		{"postgres", func(t *testing.T) string { return storetest.Postgres.NewDatabase(t) }},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			c := startChain(t, devchain.Options{Accounts: 4, Logger: quiet})
-			st, err := store.Open(ctx, b.url(t), testBox(t), store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := storetest.Open(t, b.url(t), testBox(t), store.Options{})
 			daos := c.DAOs()
 			for i := range daos {
 				daos[i].NotifyHistory = true
@@ -158,13 +155,9 @@ func TestDeepReorgOrphanNotices(t *testing.T) {
 func TestOracleAcrossReorgAndTakeover(t *testing.T) {
 	ctx := context.Background()
 	c := startChain(t, devchain.Options{Accounts: 4, Logger: quiet})
-	url, _ := pgURL(t)
+	url := storetest.Postgres.NewDatabase(t)
 	open := func() *store.Store {
-		st, err := store.Open(ctx, url, testBox(t), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
+		st := storetest.Open(t, url, testBox(t), store.Options{})
 		return st
 	}
 	stA, stB := open(), open()

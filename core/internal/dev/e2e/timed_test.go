@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"math/big"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/govgate/govgate/core/internal/dev/storetest"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
@@ -127,14 +128,10 @@ func TestTimedPayloadsTrueAtTheirBlock(t *testing.T) {
 		name string
 		url  func(t *testing.T) string
 	}{
-		{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "govgate.db") }},
-		{"postgres", func(t *testing.T) string { url, _ := pgURL(t); return url }},
+		{"sqlite", func(t *testing.T) string { return storetest.SQLite.NewDatabase(t) }},
+		{"postgres", func(t *testing.T) string { return storetest.Postgres.NewDatabase(t) }},
 	} {
-		st, err := store.Open(ctx, b.url(t), testBox(t), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
+		st := storetest.Open(t, b.url(t), testBox(t), store.Options{})
 		api := serveAPI(t, daos, httpapi.ProposalRoutes(st, core.FixedDAOs(daos), quiet))
 		lanes = append(lanes, &timedLane{name: b.name, st: st, rec: &recordingStore{Store: st}, api: api})
 	}

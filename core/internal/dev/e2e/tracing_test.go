@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govgate/govgate/core/internal/dev/storetest"
+
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/proto"
@@ -140,7 +142,7 @@ func TestTraceFollowsANotificationAcrossRetriesAndKill9(t *testing.T) {
 		traceAcrossRetriesAndKill9(t, db, dir)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		db, _ := pgURL(t)
+		db := storetest.Postgres.NewDatabase(t)
 		traceAcrossRetriesAndKill9(t, db, dir)
 	})
 }

@@ -20,11 +20,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govgate/govgate/core/internal/dev/storetest"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/govgate/govgate/core/internal/config"
 	"github.com/govgate/govgate/core/internal/dev/devchain"
-	"github.com/govgate/govgate/core/internal/dev/pgtest"
 	"github.com/govgate/govgate/core/internal/dev/testcert"
 	"github.com/govgate/govgate/sdk/receiver"
 )
@@ -39,7 +40,7 @@ const (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	pgtest.StopShared()
+	storetest.Stop()
 	os.Exit(code)
 }
 
@@ -199,7 +200,7 @@ func TestImage(t *testing.T) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		dbURL := pgtest.Shared(t).NewDatabase(t)
+		dbURL := storetest.Postgres.NewDatabase(t)
 		runAndDeliver(t, e, ref, dc, nil, []string{
 			config.EnvDatabaseURL + "=" + dbURL,
 			config.EnvSecretKey + "=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",

@@ -1,0 +1,305 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/govgate/govgate/core"
+	"github.com/govgate/govgate/core/internal/store/migrations"
+)
+
+// postgres is the dialect of PostgreSQL: row locks for what a transaction
+// reads to update, claimers that skip each other's locked rows, batches
+// sent as arrays (unnest) or COPY in one statement, and advisory locks
+// between processes sharing the database.
+type postgres struct{}
+
+func (postgres) name() Dialect { return Postgres }
+
+func (postgres) configurePool(db *sql.DB, maxOpen int) {
+	if maxOpen <= 0 {
+		maxOpen = 20
+	}
+	db.SetMaxOpenConns(maxOpen)
+	db.SetMaxIdleConns(maxOpen)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+}
+
+// tryChainLock takes a session advisory lock on a connection of its own,
+// which the lease keeps until released; a heartbeat notices a lost session.
+func (postgres) tryChainLock(ctx context.Context, s *Store, chainID uint64, l *ChainLease) (bool, error) {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return false, err
+	}
+	conn, err := sqlDB.Conn(ctx)
+	if err != nil {
+		return false, fmt.Errorf("chain lock: %w", err)
+	}
+	var ok bool
+	if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, chainLockKey(chainID)).Scan(&ok); err != nil {
+		conn.Close()
+		return false, fmt.Errorf("chain lock: %w", err)
+	}
+	if !ok {
+		conn.Close()
+		return false, nil
+	}
+	l.conn = conn
+	l.release = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		// A failed unlock is undone by the close: the lock is the session's.
+		_, _ = conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, chainLockKey(chainID))
+		conn.Close()
+	}
+	go l.heartbeat()
+	return true, nil
+}
+
+func (postgres) migrate(ctx context.Context, db *gorm.DB) error {
+	// Several govgate processes may start at once: one migrates, the
+	// others wait for it.
+	return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec("SELECT pg_advisory_xact_lock(727100001)").Error; err != nil {
+			return fmt.Errorf("migrate: lock: %w", err)
+		}
+		if err := migrations.New(tx).Migrate(); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		return nil
+	})
+}
+
+// bindFrom rewrites ? placeholders as $first, $first+1 …. The queries it
+// is given hold no ? inside literals.
+func (postgres) bindFrom(query string, first int) string {
+	var b strings.Builder
+	b.Grow(len(query) + 16)
+	n := first - 1
+	for i := 0; i < len(query); i++ {
+		if query[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(query[i])
+	}
+	return b.String()
+}
+
+func (postgres) containsFormat() string { return "strpos(%s, ?) > 0" }
+
+func (postgres) forUpdate() string { return " FOR UPDATE" }
+
+func (postgres) lockForUpdate(q *gorm.DB) *gorm.DB {
+	return q.Clauses(clause.Locking{Strength: "UPDATE"})
+}
+
+func (postgres) serializeSeeding(tx *gorm.DB) error {
+	return tx.Exec("SELECT pg_advisory_xact_lock(727100002)").Error
+}
+
+func (postgres) greatest() string { return "GREATEST" }
+
+func (postgres) rowsPerInsert() int { return 500 }
+
+func (postgres) tableBytes(ctx context.Context, db *gorm.DB, tables ...string) (int64, error) {
+	var n int64
+	for _, t := range tables {
+		var v int64
+		if err := db.WithContext(ctx).Raw(`SELECT pg_total_relation_size(?::regclass)`, t).Scan(&v).Error; err != nil {
+			return 0, fmt.Errorf("size of %s: %w", t, err)
+		}
+		n += v
+	}
+	return n, nil
+}
+
+func (postgres) insertTokenEvents(tx *gorm.DB, rows []tokenEventRow) error {
+	q, ctx := txQuerier(tx), tx.Statement.Context
+	// COPY cannot skip a row that is there already, as the INSERT
+	// below does; none is, unless the store was changed behind the
+	// indexer's back, and the cursor row the batch holds locked keeps
+	// other writers of the DAO out until it commits.
+	var taken bool
+	first, last := rows[0], rows[len(rows)-1]
+	if err := tx.Statement.ConnPool.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM token_events WHERE chain_id = $1 AND block_number BETWEEN $2 AND $3 AND dao = $4)`,
+		int64(first.ChainID), int64(first.BlockNumber), int64(last.BlockNumber), first.DAO).Scan(&taken); err != nil {
+		return err
+	}
+	if !taken && inLogOrder(rows) {
+		return copyTokenEvents(ctx, q, rows)
+	}
+	n := len(rows)
+	block, logIndex := make([]int64, n), make([]int64, n)
+	kind := make([]int16, n)
+	txHash, account, from, to, moved, prev, next := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	at := make([]time.Time, n)
+	for i, r := range rows {
+		block[i], logIndex[i], kind[i] = int64(r.BlockNumber), int64(r.LogIndex), int16(r.Kind)
+		txHash[i], account[i], from[i], to[i], moved[i], prev[i], next[i] = r.TxHash, r.Account, r.FromDelegate, r.ToDelegate, r.Moved, r.PreviousVotes, r.NewVotes
+		at[i] = r.At
+	}
+	_, err := q.ExecContext(ctx, `INSERT INTO token_events (`+tokenEventColumns+`)
+		SELECT $1, $2, * FROM unnest($3::bigint[], $4::text[], $5::bigint[], $6::smallint[], $7::text[], $8::text[], $9::text[],
+			$10::text[], $11::text[], $12::text[], $13::timestamptz[])
+		ON CONFLICT DO NOTHING`,
+		first.DAO, int64(first.ChainID), block, txHash, logIndex, kind, account, from, to, moved, prev, next, at)
+	return err
+}
+
+func (postgres) upsertDelegations(tx *gorm.DB, list []delegationRow, conflict string) error {
+	ctx := tx.Statement.Context
+	n := len(list)
+	delegator, delegate, txHash := make([]string, n), make([]string, n), make([]string, n)
+	since, at := make([]int64, n), make([]time.Time, n)
+	for i, d := range list {
+		delegator[i], delegate[i], since[i], at[i], txHash[i] = d.Delegator, d.Delegate, int64(d.SinceBlock), d.SinceAt, d.TxHash
+	}
+	_, err := txQuerier(tx).ExecContext(ctx, `INSERT INTO delegations (dao, delegator, delegate, since_block, since_at, tx_hash)
+		SELECT $1, * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::timestamptz[], $6::text[])`+conflict,
+		list[0].DAO, delegator, delegate, since, at, txHash)
+	return err
+}
+
+func (postgres) upsertDelegates(tx *gorm.DB, out []delegateRow, cols, conflict string) error {
+	ctx := tx.Statement.Context
+	n := len(out)
+	address, power, key := make([]string, n), make([]string, n), make([]string, n)
+	powerBlock, delegators, votes, first, updated := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	lastVote := make([]*time.Time, n)
+	for i, r := range out {
+		address[i], power[i], key[i] = r.Address, r.Power, r.PowerKey
+		powerBlock[i], delegators[i], votes[i], first[i], updated[i] = int64(r.PowerBlock), r.Delegators, r.VotesCast, int64(r.FirstPowerBlock), int64(r.UpdatedBlock)
+		lastVote[i] = r.LastVoteAt
+	}
+	_, err := txQuerier(tx).ExecContext(ctx, `INSERT INTO delegates (`+cols+`)
+		SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::timestamptz[], $10::bigint[])`+conflict,
+		out[0].DAO, address, power, key, powerBlock, delegators, votes, first, lastVote, updated)
+	return err
+}
+
+// claim skips the rows other claimers hold (FOR UPDATE SKIP LOCKED), in
+// one round trip: the claimed rows come back with their notification and
+// webhook.
+func (p postgres) claim(ctx context.Context, s *Store, where string, args []any, token string, now, until time.Time) ([]core.Job, error) {
+	return s.claimJoined(ctx, claimStatement(p, where, " FOR UPDATE SKIP LOCKED"), args, token, now, until)
+}
+
+func (postgres) release(ctx context.Context, s *Store, jobs []core.Job, next, now time.Time) error {
+	// One statement for any number: a stopping dispatcher may give back
+	// thousands.
+	ids, tokens := make([]int64, len(jobs)), make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i], tokens[i] = j.DeliveryID, j.LeaseToken
+	}
+	if _, err := s.pool().ExecContext(ctx, `UPDATE deliveries SET state = $1, lease_token = '', next_attempt_at = $2, attempts = attempts - 1, updated_at = $3
+		FROM unnest($4::bigint[], $5::text[]) AS v(id, token)
+		WHERE deliveries.id = v.id AND deliveries.lease_token = v.token AND deliveries.state = $6`,
+		string(core.DeliveryPending), next, now, ids, tokens, string(core.DeliveryInFlight)); err != nil {
+		return fmt.Errorf("release deliveries: %w", err)
+	}
+	return nil
+}
+
+// completeFast gives the heads of ordered lines the general path, which
+// promotes the next of each, apart from the rest; a batch of successes
+// alone takes one statement (completeSucceeded).
+func (postgres) completeFast(ctx context.Context, s *Store, results []core.AttemptResult, disableAfter time.Duration) ([]int64, bool, error) {
+	if anyOrdered(results) {
+		if ord, rest := splitOrdered(results); len(rest) > 0 {
+			// The heads of ordered lines take the general path, which
+			// promotes the next of each; the rest keep the fast one.
+			d1, err := s.Complete(ctx, rest, disableAfter)
+			if err != nil {
+				return nil, true, err
+			}
+			d2, err := s.Complete(ctx, ord, disableAfter)
+			return append(d1, d2...), true, err
+		}
+	}
+	if allSucceeded(results) && !results[0].Job.Ordered {
+		if err := s.completeSucceeded(ctx, results, s.now()); err != nil {
+			return nil, true, fmt.Errorf("complete deliveries: %w", err)
+		}
+		return nil, true, nil
+	}
+	return nil, false, nil
+}
+
+// lookUpByKey turns sequential scans off for the transaction. On a young
+// deliveries table (statistics from when it was nearly empty, and generic
+// plans cached then) PostgreSQL otherwise joins the batch against a
+// sequential scan of the whole table, once per batch.
+func (postgres) lookUpByKey(tx *gorm.DB) error {
+	return tx.Exec("SET LOCAL enable_seqscan = off").Error
+}
+
+func (postgres) insertAttempts(tx *gorm.DB, attempts []attemptRow) error {
+	q, ctx := txQuerier(tx), tx.Statement.Context
+	if _, err := q.ExecContext(ctx, `INSERT INTO delivery_attempts (delivery_id, webhook_id, number, started_at, duration_ms, status_code, outcome, error, response_excerpt, plugin_trace)
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::timestamptz[], $5::float8[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[])`,
+		attemptArrays(attempts)...); err != nil {
+		return fmt.Errorf("record attempts: %w", err)
+	}
+	return nil
+}
+
+func (postgres) updateFinished(tx *gorm.DB, results []core.AttemptResult, f finishedBatch, now time.Time) (map[int64]bool, error) {
+	ids, tokens, states, next, status, errs := f.ids, f.tokens, f.states, f.next, f.status, f.errs
+	held := make(map[int64]bool, len(ids))
+	started, duration, response, trace := successArrays(results)
+	query := `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::int[], $6::text[], $8::timestamptz[], $9::float8[], $10::text[], $11::text[])
+			AS v(id, token, state, next_at, status, err, s_started, s_duration, s_response, s_trace))
+		UPDATE deliveries SET state = v.state, next_attempt_at = v.next_at,
+		completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE v.next_at END,
+		lease_token = '', last_status = v.status, last_error = v.err, updated_at = $7,
+		success_started_at = v.s_started, success_duration_ms = v.s_duration, success_response = v.s_response, success_plugin_trace = v.s_trace
+		FROM v WHERE deliveries.id = v.id AND deliveries.lease_token = v.token
+		RETURNING deliveries.id`
+	rows, err := txQuerier(tx).QueryContext(tx.Statement.Context, query, ids, tokens, states, next, status, errs, now, started, duration, response, trace)
+	if err != nil {
+		return nil, fmt.Errorf("update deliveries: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("update deliveries: %w", err)
+		}
+		held[id] = true
+	}
+	return held, rows.Err()
+}
+
+func (postgres) createNotification(ctx context.Context, s *Store, n core.Notification, source string, r core.Reservation, traceParent string) (fanOut, error) {
+	// One statement, atomic on its own: no transaction round trips.
+	f, err := s.insertNotificationPG(ctx, s.pool(), n, source, r, traceParent)
+	if err == nil && len(f.ordered) > 0 {
+		// The lines of ordered webhooks get their heads now; were this
+		// process to die first, the dispatchers' sweep (PromoteOrdered)
+		// would.
+		if _, perr := s.promote(ctx, f.ordered); perr != nil {
+			s.log.Warn("promote ordered deliveries; the sweep will", "err", perr)
+		}
+	}
+	return f, err
+}
+
+func (postgres) insertNotificationTx(tx *gorm.DB, s *Store, n core.Notification, source string, traceParent string) (fanOut, error) {
+	f, err := s.insertNotificationPG(tx.Statement.Context, txQuerier(tx), n, source, core.Reservation{}, traceParent)
+	if err == nil && len(f.ordered) > 0 {
+		// In the producer's transaction: the heads commit with it.
+		_, err = s.promoteLines(tx, f.ordered, s.now())
+	}
+	return f, err
+}
