@@ -225,28 +225,14 @@ func (s *Store) ApplyBatch(ctx context.Context, b core.IndexBatch) error {
 		if _, err := s.applyContent(tx, b); err != nil {
 			return err
 		}
-		if len(b.Blocks) > 0 {
-			rows := make([]blockRow, len(b.Blocks))
-			for i, br := range b.Blocks {
-				rows[i] = blockRow{ChainID: b.ChainID, Number: br.Number, Hash: br.Hash}
-			}
-			if err := tx.Clauses(clause.OnConflict{
-				Columns:   []clause.Column{{Name: "chain_id"}, {Name: "number"}},
-				DoUpdates: clause.AssignmentColumns([]string{"hash"}),
-			}).CreateInBatches(rows, s.rowsPerInsert()).Error; err != nil {
-				return fmt.Errorf("record blocks: %w", err)
-			}
+		if err := s.recordBlocks(tx, b.ChainID, b.Blocks, b.PruneBelow); err != nil {
+			return err
 		}
 		if err := tx.Exec(`INSERT INTO chain_cursors (dao, chain_id, block, hash, notify_from, updated_at) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (dao) DO UPDATE SET chain_id = excluded.chain_id, block = excluded.block, hash = excluded.hash,
 			notify_from = excluded.notify_from, updated_at = excluded.updated_at`,
 			b.DAO, b.ChainID, b.Cursor.Block, b.Cursor.Hash, b.Cursor.NotifyFrom, s.now()).Error; err != nil {
 			return fmt.Errorf("move cursor: %w", err)
-		}
-		if b.PruneBelow > 0 {
-			if err := tx.Exec(`DELETE FROM chain_blocks WHERE chain_id = ? AND number < ?`, b.ChainID, b.PruneBelow).Error; err != nil {
-				return fmt.Errorf("prune blocks: %w", err)
-			}
 		}
 		return nil
 	})
@@ -467,4 +453,28 @@ func (s *Store) ListVotes(ctx context.Context, dao, proposalID string, p core.Pa
 	}
 	out, err := s.domainVotes(ctx, rows)
 	return out, next, err
+}
+
+// recordBlocks remembers the hashes of blocks, for the next reorganisation
+// check, and forgets those below pruneBelow (0: none), in a batch's
+// transaction.
+func (s *Store) recordBlocks(tx *gorm.DB, chainID uint64, blocks []core.BlockRef, pruneBelow uint64) error {
+	if len(blocks) > 0 {
+		rows := make([]blockRow, len(blocks))
+		for i, br := range blocks {
+			rows[i] = blockRow{ChainID: chainID, Number: br.Number, Hash: br.Hash}
+		}
+		if err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "chain_id"}, {Name: "number"}},
+			DoUpdates: clause.AssignmentColumns([]string{"hash"}),
+		}).CreateInBatches(rows, s.rowsPerInsert()).Error; err != nil {
+			return fmt.Errorf("record blocks: %w", err)
+		}
+	}
+	if pruneBelow > 0 {
+		if err := tx.Exec(`DELETE FROM chain_blocks WHERE chain_id = ? AND number < ?`, chainID, pruneBelow).Error; err != nil {
+			return fmt.Errorf("prune blocks: %w", err)
+		}
+	}
+	return nil
 }

@@ -160,17 +160,9 @@ func (r rotationRow) domain() core.Rotation {
 func (s *Store) RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor string) (core.Rotation, error) {
 	var out rotationRow
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var row webhookRow
-		q := tx.Select("id", "url", "state", "secret_ciphertext").Where("id = ?", id)
-		q = s.dialect.lockForUpdate(q)
-		if err := q.Take(&row).Error; err != nil {
-			if errors.Is(err, gorm.ErrRecordNotFound) {
-				return notFound("webhook")
-			}
+		row, err := s.lockActiveWebhook(tx.Select("id", "url", "state", "secret_ciphertext"), id, "; register it again to get a new secret")
+		if err != nil {
 			return err
-		}
-		if row.State != string(core.WebhookActive) {
-			return core.Errorf(core.ECodeConflict, "webhook %d is deactivated; register it again to get a new secret", id)
 		}
 		old, err := s.openSecret(row.URL, row.SecretCiphertext)
 		if err != nil {
@@ -207,23 +199,32 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, id int64, secret string
 	return out.domain(), nil
 }
 
+// lockActiveWebhook reads webhook id's columns that q selects, locked for
+// the transaction; a webhook that is not active is a conflict, its message
+// ending with hint.
+func (s *Store) lockActiveWebhook(q *gorm.DB, id int64, hint string) (webhookRow, error) {
+	var row webhookRow
+	if err := s.dialect.lockForUpdate(q.Where("id = ?", id)).Take(&row).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return row, notFound("webhook")
+		}
+		return row, err
+	}
+	if row.State != string(core.WebhookActive) {
+		return row, core.Errorf(core.ECodeConflict, "webhook %d is deactivated%s", id, hint)
+	}
+	return row, nil
+}
+
 // UpdateWebhookSettings changes an active webhook's settings. Turning
 // ordering on puts the webhook's pending deliveries in line (those in
 // flight finish as they are); turning it off lets every waiting one go at
 // once. A changed throttle starts with a full bucket.
 func (s *Store) UpdateWebhookSettings(ctx context.Context, id int64, p core.SettingsPatch) (core.Webhook, error) {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var row webhookRow
-		q := tx.Omit("secret_ciphertext", "prev_secret_ciphertext").Where("id = ?", id)
-		q = s.dialect.lockForUpdate(q)
-		if err := q.Take(&row).Error; err != nil {
-			if errors.Is(err, gorm.ErrRecordNotFound) {
-				return notFound("webhook")
-			}
+		row, err := s.lockActiveWebhook(tx.Omit("secret_ciphertext", "prev_secret_ciphertext"), id, "")
+		if err != nil {
 			return err
-		}
-		if row.State != string(core.WebhookActive) {
-			return core.Errorf(core.ECodeConflict, "webhook %d is deactivated", id)
 		}
 		before := row.domain().Settings
 		set := p.Apply(before)

@@ -391,7 +391,22 @@ func (s *Store) fanOutPlain(tx *gorm.DB, n core.Notification, body []byte, trace
 	// The leased deliveries are for the first active webhooks by id, less
 	// the excluded ones: the rest are those after the last one leased, and
 	// the excluded ones.
-	var after []string
+	after, args := notLeased(nil, args, jobs, r)
+	if len(after) == 0 {
+		return fanOut{created: true, jobs: jobs}, true, nil // every active webhook's delivery is leased
+	}
+	res := tx.Exec(pending+" AND ("+strings.Join(after, " OR ")+")", args...)
+	if res.Error != nil {
+		return fanOut{}, false, fmt.Errorf("fan out notification: %w", res.Error)
+	}
+	return fanOut{created: true, jobs: jobs, queued: res.RowsAffected > 0}, true, nil
+}
+
+// notLeased adds to the conditions in after, ORed, and their args those
+// that find the webhooks r's lease did not reach: the ones after the last
+// webhook leased (the lease takes the first by id) when the lease was
+// full, and the excluded ones.
+func notLeased(after []string, args []any, jobs []core.Job, r core.Reservation) ([]string, []any) {
 	if len(jobs) == r.N {
 		after = append(after, "id > ?")
 		args = append(args, jobs[len(jobs)-1].WebhookID)
@@ -402,14 +417,7 @@ func (s *Store) fanOutPlain(tx *gorm.DB, n core.Notification, body []byte, trace
 			args = append(args, id)
 		}
 	}
-	if len(after) == 0 {
-		return fanOut{created: true, jobs: jobs}, true, nil // every active webhook's delivery is leased
-	}
-	res := tx.Exec(pending+" AND ("+strings.Join(after, " OR ")+")", args...)
-	if res.Error != nil {
-		return fanOut{}, false, fmt.Errorf("fan out notification: %w", res.Error)
-	}
-	return fanOut{created: true, jobs: jobs, queued: res.RowsAffected > 0}, true, nil
+	return after, args
 }
 
 // fanOutSubscribed gives a delivery of n to the active webhooks whose
@@ -432,17 +440,8 @@ func (s *Store) fanOutSubscribed(tx *gorm.DB, n core.Notification, body []byte, 
 		// by id that want it, less the excluded ones: the rest are the
 		// ordered ones, those after the last one leased, and the excluded
 		// ones.
-		after := []string{"ordered = 1"}
-		if len(jobs) == r.N {
-			after = append(after, "id > ?")
-			args = append(args, jobs[len(jobs)-1].WebhookID)
-		}
-		if len(r.Exclude) > 0 {
-			after = append(after, "id IN ("+marks(len(r.Exclude))+")")
-			for _, id := range r.Exclude {
-				args = append(args, id)
-			}
-		}
+		var after []string
+		after, args = notLeased([]string{"ordered = 1"}, args, jobs, r)
 		pending += " AND (" + strings.Join(after, " OR ") + ")"
 	}
 	res := tx.Exec(pending, args...)

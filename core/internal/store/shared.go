@@ -175,22 +175,8 @@ func (s *Store) ApplyBatches(ctx context.Context, b core.ChainBatch) (dropped []
 				return fmt.Errorf("move shared cursor: %w", err)
 			}
 		}
-		if len(b.Blocks) > 0 {
-			rows := make([]blockRow, len(b.Blocks))
-			for i, br := range b.Blocks {
-				rows[i] = blockRow{ChainID: b.ChainID, Number: br.Number, Hash: br.Hash}
-			}
-			if err := tx.Clauses(clause.OnConflict{
-				Columns:   []clause.Column{{Name: "chain_id"}, {Name: "number"}},
-				DoUpdates: clause.AssignmentColumns([]string{"hash"}),
-			}).CreateInBatches(rows, s.rowsPerInsert()).Error; err != nil {
-				return fmt.Errorf("record blocks: %w", err)
-			}
-		}
-		if b.PruneBelow > 0 {
-			if err := tx.Exec(`DELETE FROM chain_blocks WHERE chain_id = ? AND number < ?`, b.ChainID, b.PruneBelow).Error; err != nil {
-				return fmt.Errorf("prune blocks: %w", err)
-			}
+		if err := s.recordBlocks(tx, b.ChainID, b.Blocks, b.PruneBelow); err != nil {
+			return err
 		}
 		return nil
 	})

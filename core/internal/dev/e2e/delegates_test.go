@@ -130,7 +130,7 @@ func TestServedDelegationIsTheTokens(t *testing.T) {
 		{"postgres", func(t *testing.T) string { return storetest.Postgres.NewDatabase(t) }, 4},
 	} {
 		t.Run(b.name, func(t *testing.T) {
-			st := storetest.Open(t, b.url(t), testBox(t), store.Options{})
+			st := storetest.Open(t, b.url(t), storetest.NewBox(t), store.Options{})
 			gw := newGW(t, c)
 			daos := c.DAOs()
 			r, err := indexer.NewRunner(gw, st, indexer.NewLocalLocker(), devchain.ChainID, 0, daos, indexer.Config{}, indexer.Options{Logger: quiet})

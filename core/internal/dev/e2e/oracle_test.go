@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,7 +26,6 @@ import (
 	"github.com/govgate/govgate/core/internal/dev/devchain"
 	"github.com/govgate/govgate/core/internal/httpapi"
 	"github.com/govgate/govgate/core/internal/indexer"
-	"github.com/govgate/govgate/core/internal/secrets"
 	"github.com/govgate/govgate/core/internal/store"
 )
 
@@ -144,14 +142,8 @@ func TestServedProposalsAreTheContracts(t *testing.T) {
 		api  *httptest.Server
 	}
 	var backends []*backend
-	for _, b := range []struct {
-		name string
-		url  func(t *testing.T) string
-	}{
-		{"sqlite", func(t *testing.T) string { return storetest.SQLite.NewDatabase(t) }},
-		{"postgres", func(t *testing.T) string { return storetest.Postgres.NewDatabase(t) }},
-	} {
-		st := storetest.Open(t, b.url(t), testBox(t), store.Options{})
+	for _, b := range storetest.Backends() {
+		st := storetest.Open(t, b.NewDatabase(t), storetest.NewBox(t), store.Options{})
 		gw := newGW(t, c)
 		daos := c.DAOs()
 		for i := range daos {
@@ -168,7 +160,7 @@ func TestServedProposalsAreTheContracts(t *testing.T) {
 			t.Fatal(err)
 		}
 		api := serveAPI(t, daos, httpapi.ProposalRoutes(st, core.FixedDAOs(daos), quiet))
-		backends = append(backends, &backend{name: b.name, st: st, r: r, api: api})
+		backends = append(backends, &backend{name: b.Name, st: st, r: r, api: api})
 	}
 	gw := newGW(t, c)
 
@@ -311,17 +303,6 @@ func notificationSchema(t *testing.T) *jsonschema.Schema {
 		t.Fatal(err)
 	}
 	return sch
-}
-
-func testBox(t *testing.T) *secrets.Box {
-	t.Helper()
-	key := make([]byte, 32)
-	rand.Read(key)
-	box, err := secrets.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return box
 }
 
 // checkTimedPayloads checks every time-driven notification against the

@@ -73,7 +73,7 @@ func TestTakeoverProbesOnlyChangedDAOs(t *testing.T) {
 	}
 	url := storetest.Postgres.NewDatabase(t)
 	open := func() *store.Store {
-		st := storetest.Open(t, url, testBox(t), store.Options{Logger: quiet})
+		st := storetest.Open(t, url, storetest.NewBox(t), store.Options{Logger: quiet})
 		return st
 	}
 	stA, stB := open(), open()

@@ -53,17 +53,11 @@ func orphans(t *testing.T, st *store.Store) map[string]int {
 // notification.orphaned, none other does, and the new chain's vote is
 // notified, on both stores.
 func TestDeepReorgOrphanNotices(t *testing.T) {
-	for _, b := range []struct {
-		name string
-		url  func(t *testing.T) string
-	}{
-		{"sqlite", func(t *testing.T) string { return storetest.SQLite.NewDatabase(t) }},
-		{"postgres", func(t *testing.T) string { return storetest.Postgres.NewDatabase(t) }},
-	} {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
 			c := startChain(t, devchain.Options{Accounts: 4, Logger: quiet})
-			st := storetest.Open(t, b.url(t), testBox(t), store.Options{})
+			st := storetest.Open(t, b.NewDatabase(t), storetest.NewBox(t), store.Options{})
 			daos := c.DAOs()
 			for i := range daos {
 				daos[i].NotifyHistory = true
@@ -157,7 +151,7 @@ func TestOracleAcrossReorgAndTakeover(t *testing.T) {
 	c := startChain(t, devchain.Options{Accounts: 4, Logger: quiet})
 	url := storetest.Postgres.NewDatabase(t)
 	open := func() *store.Store {
-		st := storetest.Open(t, url, testBox(t), store.Options{})
+		st := storetest.Open(t, url, storetest.NewBox(t), store.Options{})
 		return st
 	}
 	stA, stB := open(), open()

@@ -124,16 +124,10 @@ func TestTimedPayloadsTrueAtTheirBlock(t *testing.T) {
 	}
 
 	var lanes []*timedLane
-	for _, b := range []struct {
-		name string
-		url  func(t *testing.T) string
-	}{
-		{"sqlite", func(t *testing.T) string { return storetest.SQLite.NewDatabase(t) }},
-		{"postgres", func(t *testing.T) string { return storetest.Postgres.NewDatabase(t) }},
-	} {
-		st := storetest.Open(t, b.url(t), testBox(t), store.Options{})
+	for _, b := range storetest.Backends() {
+		st := storetest.Open(t, b.NewDatabase(t), storetest.NewBox(t), store.Options{})
 		api := serveAPI(t, daos, httpapi.ProposalRoutes(st, core.FixedDAOs(daos), quiet))
-		lanes = append(lanes, &timedLane{name: b.name, st: st, rec: &recordingStore{Store: st}, api: api})
+		lanes = append(lanes, &timedLane{name: b.Name, st: st, rec: &recordingStore{Store: st}, api: api})
 	}
 	// restart gives every lane a new runner on its store, as a new
 	// process would have: nothing of the old one's caches carries over.
