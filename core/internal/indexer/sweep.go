@@ -7,6 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+
 	"github.com/govgate/govgate/core"
 )
 
@@ -180,24 +183,43 @@ func (r *Runner) runSweep(ctx context.Context, sw *sweep) error {
 	}
 	size := r.cfg.InitialRange
 	goal := sw.goal0
+	// The next range is read while this one is written: a backfill's
+	// reads and writes overlap, as the node and the database are
+	// different machines (or cores).
+	var ahead *sweepAhead
+	defer func() { ahead.stop() }()
+	next := func(low uint64) (from, to uint64) {
+		from = low + 1
+		to = min(from+size-1, goal)
+		if from <= sw.goal0 && to > sw.goal0 {
+			to = sw.goal0
+		}
+		return from, to
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		low, active := r.lowest(sw, goal)
 		if !active {
+			ahead.stop()
+			ahead = nil
 			done, err := r.tryJoin(ctx, sw, &goal, &size)
 			if err != nil || done {
 				return err
 			}
 			continue
 		}
-		from := low + 1
-		to := min(from+size-1, goal)
-		if from <= sw.goal0 && to > sw.goal0 {
-			to = sw.goal0
+		from, to := next(low)
+		var rd sweepRead
+		var err error
+		if ahead.covers(from, to) {
+			rd, err = ahead.wait()
+		} else {
+			ahead.stop()
+			rd, err = r.sweepReadRange(ctx, sw, from, to)
 		}
-		n, err := r.sweepRange(ctx, sw, from, to, to == goal || to == sw.goal0)
+		ahead = nil
 		if err != nil {
 			if isRangeError(err) && to > from {
 				size = max(1, (to-from+1)/2)
@@ -207,10 +229,58 @@ func (r *Runner) runSweep(ctx context.Context, sw *sweep) error {
 			}
 			return fmt.Errorf("blocks %d-%d: %w", from, to, err)
 		}
-		if n < growBelow && size < r.cfg.MaxRange {
+		if len(rd.logs) < growBelow && size < r.cfg.MaxRange {
 			size = min(size*2, r.cfg.MaxRange)
 		}
+		// Every member below to is at to once this range is written, so
+		// the next range starts after it.
+		if to < goal {
+			if nf, nt := next(to); nf <= nt {
+				ahead = r.readAhead(ctx, sw, nf, nt)
+			}
+		}
+		if err := r.sweepApply(ctx, sw, rd, to == goal || to == sw.goal0); err != nil {
+			return fmt.Errorf("blocks %d-%d: %w", from, to, err)
+		}
 	}
+}
+
+// sweepAhead is a sweep's next range being read in a goroutine of its
+// own, which runSweep owns: it waits for it or stops it.
+type sweepAhead struct {
+	from, to uint64
+	cancel   context.CancelFunc
+	done     chan struct{}
+	rd       sweepRead
+	err      error
+}
+
+// readAhead starts reading blocks from..to of the sweep's members.
+func (r *Runner) readAhead(ctx context.Context, sw *sweep, from, to uint64) *sweepAhead {
+	ctx, cancel := context.WithCancel(ctx)
+	a := &sweepAhead{from: from, to: to, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		a.rd, a.err = r.sweepReadRange(ctx, sw, from, to)
+	}()
+	return a
+}
+
+func (a *sweepAhead) covers(from, to uint64) bool { return a != nil && a.from == from && a.to == to }
+
+func (a *sweepAhead) wait() (sweepRead, error) {
+	<-a.done
+	a.cancel()
+	return a.rd, a.err
+}
+
+// stop cancels the read and waits for its goroutine; nil is stopped.
+func (a *sweepAhead) stop() {
+	if a == nil {
+		return
+	}
+	a.cancel()
+	<-a.done
 }
 
 // lowest returns the lowest cursor of the members below goal.
@@ -281,22 +351,61 @@ func (r *Runner) tryJoin(ctx context.Context, sw *sweep, goal, size *uint64) (bo
 // sweepRange indexes blocks from..to for the members below to: one read,
 // one transaction. It returns how many logs it read.
 func (r *Runner) sweepRange(ctx context.Context, sw *sweep, from, to uint64, settle bool) (int, error) {
-	var parts []*daoState
+	rd, err := r.sweepReadRange(ctx, sw, from, to)
+	if err != nil {
+		return 0, err
+	}
+	return len(rd.logs), r.sweepApply(ctx, sw, rd, settle)
+}
+
+// sweepRead is what a sweep read of blocks from..to: the logs of the
+// members then below to.
+type sweepRead struct {
+	from, to uint64
+	parts    []*daoState
+	logs     []types.Log
+	toHash   common.Hash
+	toTime   uint64
+	started  time.Time
+}
+
+// sweepReadRange reads blocks from..to for the members below to. It
+// touches nothing of the runner's but its reads of the members, so it
+// may run while the range before is written.
+func (r *Runner) sweepReadRange(ctx context.Context, sw *sweep, from, to uint64) (sweepRead, error) {
+	rd := sweepRead{from: from, to: to, started: r.now()}
 	r.mu.Lock()
 	for _, d := range sw.members {
 		if d.phase == phaseSweeping && !d.removed.Load() && d.cursor.Block < to && d.info != nil {
+			rd.parts = append(rd.parts, d)
+		}
+	}
+	r.mu.Unlock()
+	if len(rd.parts) == 0 {
+		return rd, nil
+	}
+	var err error
+	rd.logs, rd.toHash, rd.toTime, err = r.readLogs(ctx, addressesOf(rd.parts), from, to, nil)
+	return rd, err
+}
+
+// sweepApply writes what rd read in one transaction and moves its
+// members' cursors to rd.to.
+func (r *Runner) sweepApply(ctx context.Context, sw *sweep, rd sweepRead, settle bool) error {
+	var parts []*daoState
+	r.mu.Lock()
+	for _, d := range rd.parts {
+		// A member removed, or gone back to be read again, since the read.
+		if d.phase == phaseSweeping && !d.removed.Load() {
 			parts = append(parts, d)
 		}
 	}
 	r.mu.Unlock()
 	if len(parts) == 0 {
-		return 0, nil
+		return nil
 	}
-	start := r.now()
-	logs, toHash, toTime, err := r.readLogs(ctx, addressesOf(parts), from, to, nil)
-	if err != nil {
-		return 0, err
-	}
+	from, to, logs, toHash, toTime, start := rd.from, rd.to, rd.logs, rd.toHash, rd.toTime, rd.started
+	var err error
 	cursorOf := map[*daoState]uint64{}
 	for _, d := range parts {
 		cursorOf[d] = d.cursor.Block
@@ -309,7 +418,7 @@ func (r *Runner) sweepRange(ctx context.Context, sw *sweep, from, to uint64, set
 		var part core.IndexBatch
 		if len(dl) > 0 || (settle && d.open) {
 			if part, err = r.buildPart(ctx, d, dl, to, toHash, toTime, settle, d.notifyFrom); err != nil {
-				return 0, fmt.Errorf("dao %s: %w", d.dao.Slug, err)
+				return fmt.Errorf("dao %s: %w", d.dao.Slug, err)
 			}
 		} else {
 			part = core.IndexBatch{DAO: d.dao.Slug, ChainID: r.chainID, Generation: d.dao.Generation}
@@ -325,7 +434,7 @@ func (r *Runner) sweepRange(ctx context.Context, sw *sweep, from, to uint64, set
 	}
 	dropped, err := r.store.ApplyBatches(ctx, batch)
 	if err != nil {
-		return 0, fmt.Errorf("store blocks %d-%d: %w", from, to, err)
+		return fmt.Errorf("store blocks %d-%d: %w", from, to, err)
 	}
 	r.metrics.batch(r.chainID, r.now().Sub(start))
 	gone := map[string]bool{}
@@ -354,7 +463,7 @@ func (r *Runner) sweepRange(ctx context.Context, sw *sweep, from, to uint64, set
 	}
 	sw.events += uint64(len(logs))
 	r.sweepProgress(sw, to)
-	return len(logs), nil
+	return nil
 }
 
 // sweepProgress records a sweep's progress in its members' statuses and,
