@@ -320,8 +320,7 @@ func (r *Runner) tryJoin(ctx context.Context, sw *sweep, goal, size *uint64) (bo
 			*goal = s
 			return false, nil
 		}
-		n, err := r.sweepRange(ctx, sw, low+1, s, true)
-		if err != nil {
+		if err := r.sweepRange(ctx, sw, low+1, s, true); err != nil {
 			if isRangeError(err) && s > low+1 {
 				*size = max(1, (s-low)/2)
 				*goal = s
@@ -329,7 +328,6 @@ func (r *Runner) tryJoin(ctx context.Context, sw *sweep, goal, size *uint64) (bo
 			}
 			return false, fmt.Errorf("blocks %d-%d: %w", low+1, s, err)
 		}
-		_ = n
 	}
 	r.mu.Lock()
 	joined := 0
@@ -349,13 +347,13 @@ func (r *Runner) tryJoin(ctx context.Context, sw *sweep, goal, size *uint64) (bo
 }
 
 // sweepRange indexes blocks from..to for the members below to: one read,
-// one transaction. It returns how many logs it read.
-func (r *Runner) sweepRange(ctx context.Context, sw *sweep, from, to uint64, settle bool) (int, error) {
+// one transaction.
+func (r *Runner) sweepRange(ctx context.Context, sw *sweep, from, to uint64, settle bool) error {
 	rd, err := r.sweepReadRange(ctx, sw, from, to)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	return len(rd.logs), r.sweepApply(ctx, sw, rd, settle)
+	return r.sweepApply(ctx, sw, rd, settle)
 }
 
 // sweepRead is what a sweep read of blocks from..to: the logs of the
