@@ -30,8 +30,6 @@ type dialect interface {
 	// lockForUpdate makes q, a read in a transaction, lock the rows it
 	// reads until the transaction ends.
 	lockForUpdate(q *gorm.DB) *gorm.DB
-	// forUpdate is lockForUpdate as the suffix of a raw SELECT.
-	forUpdate() string
 	// containsFormat is a condition, with %s for a column and ? for a
 	// string, true when the column's text contains the string.
 	containsFormat() string
@@ -76,6 +74,12 @@ type dialect interface {
 	// insertNotificationTx stores n with its deliveries in the caller's
 	// transaction tx.
 	insertNotificationTx(tx *gorm.DB, s *Store, n core.Notification, source string, traceParent string) (fanOut, error)
+	// lockLines locks ordered webhooks' rows (ids sorted, distinct, not
+	// empty) for promoting their lines, until tx ends.
+	lockLines(tx *gorm.DB, ids []int64) error
+	// promoteLines is Store.promoteLines for ids (sorted, distinct, not
+	// empty) in the caller's transaction tx.
+	promoteLines(tx *gorm.DB, ids []int64, now time.Time) (int, error)
 
 	// insertTokenEvents appends a batch's events to the event log.
 	insertTokenEvents(tx *gorm.DB, rows []tokenEventRow) error

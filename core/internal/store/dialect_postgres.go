@@ -98,7 +98,62 @@ func (postgres) bindFrom(query string, first int) string {
 
 func (postgres) containsFormat() string { return "strpos(%s, ?) > 0" }
 
-func (postgres) forUpdate() string { return " FOR UPDATE" }
+// lockLinesPG locks ordered webhooks' rows ($1, sorted) for promoting
+// their lines, in id order. FOR NO KEY UPDATE is what an UPDATE of the row
+// takes anyway (a completion's failure streak), so a transaction that
+// updated the row first needs no stronger lock; it conflicts with itself
+// and with the fan-out's FOR SHARE (subscribedFanOutPG), which is what
+// keeps a line's promotions and its new arrivals from missing each other.
+const lockLinesPG = `SELECT id FROM webhooks WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE`
+
+// promoteLinesPG is promoteLines in one statement, run after lockLinesPG in
+// the same transaction: read committed gives it a snapshot taken after the
+// lock, so it sees every line change the lock waited for. For each active
+// ordered webhook of $1 whose head ($3 = active) is not pending or in
+// flight, the first waiting delivery becomes pending, due at $2, and the
+// webhook's ordered_head names it (0 when nothing waits). The head's state
+// is looked up by primary key and compared outside the lookup, so the
+// planner never matches it to the partial index of unfinished deliveries.
+const promoteLinesPG = `WITH w AS (SELECT wh.id FROM webhooks wh
+		WHERE wh.id = ANY($1::bigint[]) AND wh.ordered = 1 AND wh.state = $3
+			AND COALESCE((SELECT d.state FROM deliveries d WHERE d.id = wh.ordered_head), '') NOT IN ('pending', 'in_flight')),
+	nx AS MATERIALIZED (SELECT w.id, COALESCE((SELECT d.id FROM deliveries d WHERE d.webhook_id = w.id AND d.state = 'waiting' ORDER BY d.id LIMIT 1), 0) AS next FROM w),
+	p AS (UPDATE deliveries SET state = 'pending', next_attempt_at = $2, updated_at = $2
+		FROM nx WHERE deliveries.id = nx.next AND deliveries.state = 'waiting' RETURNING deliveries.id),
+	h AS (UPDATE webhooks SET ordered_head = nx.next FROM nx WHERE webhooks.id = nx.id AND webhooks.ordered_head <> nx.next RETURNING webhooks.id)
+	SELECT (SELECT count(*) FROM p)`
+
+func (postgres) lockLines(tx *gorm.DB, ids []int64) error {
+	if _, err := txQuerier(tx).ExecContext(tx.Statement.Context, lockLinesPG, ids); err != nil {
+		return fmt.Errorf("lock ordered webhooks: %w", err)
+	}
+	return nil
+}
+
+// promoteLines locks the lines' webhooks (again, at no cost, if the
+// transaction already did), then promotes in one statement: two round
+// trips whatever the number of lines.
+func (p postgres) promoteLines(tx *gorm.DB, ids []int64, now time.Time) (int, error) {
+	if err := p.lockLines(tx, ids); err != nil {
+		return 0, fmt.Errorf("promote lines: %w", err)
+	}
+	q, ctx := txQuerier(tx), tx.Statement.Context
+	rows, err := q.QueryContext(ctx, promoteLinesPG, ids, now, string(core.WebhookActive))
+	if err != nil {
+		return 0, fmt.Errorf("promote lines: %w", err)
+	}
+	defer rows.Close()
+	var n int
+	for rows.Next() {
+		if err := rows.Scan(&n); err != nil {
+			return 0, fmt.Errorf("promote lines: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("promote lines: %w", err)
+	}
+	return n, nil
+}
 
 func (postgres) lockForUpdate(q *gorm.DB) *gorm.DB {
 	return q.Clauses(clause.Locking{Strength: "UPDATE"})
@@ -211,10 +266,17 @@ func (postgres) release(ctx context.Context, s *Store, jobs []core.Job, next, no
 	return nil
 }
 
-// completeFast gives the heads of ordered lines the general path, which
-// promotes the next of each, apart from the rest; a batch of successes
-// alone takes one statement (completeSucceeded).
+// completeFast completes a batch of successes in one round trip
+// (completeSucceeded), promoting the next of each ordered line whose head
+// is among them; in a batch with failures the heads of ordered lines take
+// the general path apart from the rest, which may then be all successes.
 func (postgres) completeFast(ctx context.Context, s *Store, results []core.AttemptResult, disableAfter time.Duration) ([]int64, bool, error) {
+	if allSucceeded(results) {
+		if err := s.completeSucceeded(ctx, results, s.now()); err != nil {
+			return nil, true, fmt.Errorf("complete deliveries: %w", err)
+		}
+		return nil, true, nil
+	}
 	if anyOrdered(results) {
 		if ord, rest := splitOrdered(results); len(rest) > 0 {
 			// The heads of ordered lines take the general path, which
@@ -226,12 +288,6 @@ func (postgres) completeFast(ctx context.Context, s *Store, results []core.Attem
 			d2, err := s.Complete(ctx, ord, disableAfter)
 			return append(d1, d2...), true, err
 		}
-	}
-	if allSucceeded(results) && !results[0].Job.Ordered {
-		if err := s.completeSucceeded(ctx, results, s.now()); err != nil {
-			return nil, true, fmt.Errorf("complete deliveries: %w", err)
-		}
-		return nil, true, nil
 	}
 	return nil, false, nil
 }

@@ -32,6 +32,14 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 		if err := s.dialect.lookUpByKey(tx); err != nil {
 			return err
 		}
+		// Lines are locked before any other webhook (as in
+		// completeSucceeded), so that no transaction waits for a line's lock
+		// while holding another webhook's that the line's holder wants.
+		if lines := orderedLines(results); len(lines) > 0 {
+			if err := s.dialect.lockLines(tx, lines); err != nil {
+				return err
+			}
+		}
 		held, err := s.finishDeliveries(tx, results, now)
 		if err != nil {
 			return err
@@ -158,6 +166,20 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 	return deactivated, nil
 }
 
+// orderedLines lists, sorted and distinct, the webhooks of the heads of
+// ordered lines in results that finished (any outcome but a retry): the
+// lines to promote once they are recorded.
+func orderedLines(results []core.AttemptResult) []int64 {
+	var lines []int64
+	for _, r := range results {
+		if r.Job.Ordered && r.Outcome != core.OutcomeRetry {
+			lines = append(lines, r.Job.WebhookID)
+		}
+	}
+	slices.Sort(lines)
+	return slices.Compact(lines)
+}
+
 // anyOrdered reports whether a batch holds the head of an ordered line:
 // without one, as in most batches, it is not copied to be split.
 func anyOrdered(results []core.AttemptResult) bool {
@@ -194,9 +216,10 @@ func allSucceeded(results []core.AttemptResult) bool {
 
 // completeSucceeded is Complete for a batch of successes on PostgreSQL: one
 // statement finishes the deliveries whose lease the caller still holds,
-// logs their attempts and resets their webhooks' failure streaks, and it
-// goes out in one round trip with its transaction (pgx batch) instead of
-// six. Batches with failures take the general path, which also deactivates
+// logs their attempts and resets their webhooks' failure streaks, another
+// promotes the next delivery of each ordered line whose head is among them,
+// and it all goes out in one round trip with its transaction (pgx batch)
+// instead of six. Batches with failures take the general path, which also deactivates
 // webhooks.
 func (s *Store) completeSucceeded(ctx context.Context, results []core.AttemptResult, now time.Time) error {
 	n := len(results)
@@ -235,17 +258,35 @@ func (s *Store) completeSucceeded(ctx context.Context, results []core.AttemptRes
 				AND (consecutive_failures <> 0 OR failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < $16))
 		SELECT id FROM f`
 	args := append(append([]any{ids, tokens, states, status, now}, attemptArrays(attempts)...), now.Add(-time.Second), errs, started, duration, response, trace)
+	lines := orderedLines(results)
 	held := make(map[int64]bool, n)
 	err := s.pgBatch(ctx, func(c *pgx.Conn) error {
 		b := &pgx.Batch{}
 		b.Queue("BEGIN")
 		// See Complete: every lookup here is by primary key.
 		b.Queue("SET LOCAL enable_seqscan = off")
+		if len(lines) > 0 {
+			// The heads of ordered lines hand their lines on in the same
+			// transaction, still one round trip: their webhooks are locked
+			// first (before the failure streaks' updates, so that every
+			// transaction locks lines before other webhooks, in id order),
+			// and after the heads are finished the next of each line is
+			// promoted, in a statement whose snapshot follows the lock.
+			b.Queue(lockLinesPG, lines)
+		}
 		b.Queue(q, args...)
+		if len(lines) > 0 {
+			b.Queue(promoteLinesPG, lines, now, string(core.WebhookActive))
+		}
 		b.Queue("COMMIT")
 		br := c.SendBatch(ctx, b)
 		defer br.Close()
 		for i := 0; i < 2; i++ {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		if len(lines) > 0 {
 			if _, err := br.Exec(); err != nil {
 				return err
 			}
@@ -265,6 +306,11 @@ func (s *Store) completeSucceeded(ctx context.Context, results []core.AttemptRes
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
+		}
+		if len(lines) > 0 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
 		}
 		_, err = br.Exec()
 		return err
