@@ -58,8 +58,9 @@ type dialect interface {
 	// due at next.
 	release(ctx context.Context, s *Store, jobs []core.Job, next, now time.Time) error
 	// completeFast completes results by a way of the dialect's own where
-	// one fits them; done reports whether it did.
-	completeFast(ctx context.Context, s *Store, results []core.AttemptResult, disableAfter time.Duration) (deactivated []int64, done bool, err error)
+	// one fits them, handing on ordered lines within r (see
+	// Store.CompleteHandingOn); done reports whether it did.
+	completeFast(ctx context.Context, s *Store, results []core.AttemptResult, disableAfter time.Duration, r core.Reservation) (deactivated []int64, next []core.Job, done bool, err error)
 	// lookUpByKey readies a completion's transaction for statements that
 	// look every row up by its primary key.
 	lookUpByKey(tx *gorm.DB) error

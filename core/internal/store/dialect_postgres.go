@@ -114,14 +114,39 @@ const lockLinesPG = `SELECT id FROM webhooks WHERE id = ANY($1::bigint[]) ORDER 
 // webhook's ordered_head names it (0 when nothing waits). The head's state
 // is looked up by primary key and compared outside the lookup, so the
 // planner never matches it to the partial index of unfinished deliveries.
-const promoteLinesPG = `WITH w AS (SELECT wh.id FROM webhooks wh
+// It returns how many it promoted.
+const promoteLinesPG = promoteLinesHeadPG + `
+	p AS (UPDATE deliveries SET state = 'pending', next_attempt_at = $2, updated_at = $2
+		FROM nx WHERE deliveries.id = nx.next AND deliveries.state = 'waiting' RETURNING deliveries.id)
+	SELECT (SELECT count(*) FROM p)`
+
+// handOnLinesPG is promoteLinesPG leasing the first $4 of the new heads
+// (by id) to the caller, in flight under token $5 until $6, as a claim
+// would, and returning them as a claim does (claimedColumns): the
+// dispatcher that recorded a line's head is handed the next one without a
+// claim of its own. The heads beyond $4 are pending, as promoteLinesPG
+// leaves them.
+const handOnLinesPG = promoteLinesHeadPG + `
+	p AS (UPDATE deliveries SET state = CASE WHEN k.leased THEN 'in_flight' ELSE 'pending' END,
+			lease_token = CASE WHEN k.leased THEN $5::text ELSE '' END,
+			next_attempt_at = CASE WHEN k.leased THEN $6::timestamptz ELSE $2::timestamptz END,
+			attempts = deliveries.attempts + CASE WHEN k.leased THEN 1 ELSE 0 END, updated_at = $2
+		FROM (SELECT next, row_number() OVER (ORDER BY next) <= $4 AS leased FROM nx WHERE next <> 0) AS k
+		WHERE deliveries.id = k.next AND deliveries.state = 'waiting'
+		RETURNING deliveries.id, deliveries.notification_id, deliveries.webhook_id, deliveries.attempts, deliveries.lease_token)
+	SELECT ` + claimedColumns + `
+	FROM p AS c JOIN notifications n ON n.id = c.notification_id JOIN webhooks w ON w.id = c.webhook_id
+	WHERE c.lease_token <> ''`
+
+// promoteLinesHeadPG is what promoteLinesPG and handOnLinesPG share: the
+// lines without a head (headless), the first waiting delivery of each
+// (nx, 0 for none) and the webhooks' ordered_head set to it (h).
+const promoteLinesHeadPG = `WITH headless AS (SELECT wh.id FROM webhooks wh
 		WHERE wh.id = ANY($1::bigint[]) AND wh.ordered = 1 AND wh.state = $3
 			AND COALESCE((SELECT d.state FROM deliveries d WHERE d.id = wh.ordered_head), '') NOT IN ('pending', 'in_flight')),
-	nx AS MATERIALIZED (SELECT w.id, COALESCE((SELECT d.id FROM deliveries d WHERE d.webhook_id = w.id AND d.state = 'waiting' ORDER BY d.id LIMIT 1), 0) AS next FROM w),
-	p AS (UPDATE deliveries SET state = 'pending', next_attempt_at = $2, updated_at = $2
-		FROM nx WHERE deliveries.id = nx.next AND deliveries.state = 'waiting' RETURNING deliveries.id),
-	h AS (UPDATE webhooks SET ordered_head = nx.next FROM nx WHERE webhooks.id = nx.id AND webhooks.ordered_head <> nx.next RETURNING webhooks.id)
-	SELECT (SELECT count(*) FROM p)`
+	nx AS MATERIALIZED (SELECT headless.id, COALESCE((SELECT d.id FROM deliveries d WHERE d.webhook_id = headless.id AND d.state = 'waiting' ORDER BY d.id LIMIT 1), 0) AS next
+		FROM headless),
+	h AS (UPDATE webhooks SET ordered_head = nx.next FROM nx WHERE webhooks.id = nx.id AND webhooks.ordered_head <> nx.next RETURNING webhooks.id),`
 
 func (postgres) lockLines(tx *gorm.DB, ids []int64) error {
 	if _, err := txQuerier(tx).ExecContext(tx.Statement.Context, lockLinesPG, ids); err != nil {
@@ -268,14 +293,16 @@ func (postgres) release(ctx context.Context, s *Store, jobs []core.Job, next, no
 
 // completeFast completes a batch of successes in one round trip
 // (completeSucceeded), promoting the next of each ordered line whose head
-// is among them; in a batch with failures the heads of ordered lines take
-// the general path apart from the rest, which may then be all successes.
-func (postgres) completeFast(ctx context.Context, s *Store, results []core.AttemptResult, disableAfter time.Duration) ([]int64, bool, error) {
+// is among them, leased to the caller within r; in a batch with failures
+// the heads of ordered lines take the general path apart from the rest,
+// which may then be all successes.
+func (postgres) completeFast(ctx context.Context, s *Store, results []core.AttemptResult, disableAfter time.Duration, r core.Reservation) ([]int64, []core.Job, bool, error) {
 	if allSucceeded(results) {
-		if err := s.completeSucceeded(ctx, results, s.now()); err != nil {
-			return nil, true, fmt.Errorf("complete deliveries: %w", err)
+		next, err := s.completeSucceeded(ctx, results, s.now(), r)
+		if err != nil {
+			return nil, nil, true, fmt.Errorf("complete deliveries: %w", err)
 		}
-		return nil, true, nil
+		return nil, next, true, nil
 	}
 	if anyOrdered(results) {
 		if ord, rest := splitOrdered(results); len(rest) > 0 {
@@ -283,13 +310,13 @@ func (postgres) completeFast(ctx context.Context, s *Store, results []core.Attem
 			// promotes the next of each; the rest keep the fast one.
 			d1, err := s.Complete(ctx, rest, disableAfter)
 			if err != nil {
-				return nil, true, err
+				return nil, nil, true, err
 			}
-			d2, err := s.Complete(ctx, ord, disableAfter)
-			return append(d1, d2...), true, err
+			d2, next, err := s.CompleteHandingOn(ctx, ord, disableAfter, r)
+			return append(d1, d2...), next, true, err
 		}
 	}
-	return nil, false, nil
+	return nil, nil, false, nil
 }
 
 // lookUpByKey turns sequential scans off for the transaction. On a young
@@ -344,8 +371,10 @@ func (postgres) createNotification(ctx context.Context, s *Store, n core.Notific
 		// The lines of ordered webhooks get their heads now; were this
 		// process to die first, the dispatchers' sweep (PromoteOrdered)
 		// would.
-		if _, perr := s.promote(ctx, f.ordered); perr != nil {
+		if n, perr := s.promote(ctx, f.ordered); perr != nil {
 			s.log.Warn("promote ordered deliveries; the sweep will", "err", perr)
+		} else if n > 0 {
+			f.queued = true // a new head waits for a claim
 		}
 	}
 	return f, err
@@ -355,7 +384,9 @@ func (postgres) insertNotificationTx(tx *gorm.DB, s *Store, n core.Notification,
 	f, err := s.insertNotificationPG(tx.Statement.Context, txQuerier(tx), n, source, core.Reservation{}, traceParent)
 	if err == nil && len(f.ordered) > 0 {
 		// In the producer's transaction: the heads commit with it.
-		_, err = s.promoteLines(tx, f.ordered, s.now())
+		var n int
+		n, err = s.promoteLines(tx, f.ordered, s.now())
+		f.queued = f.queued || n > 0
 	}
 	return f, err
 }

@@ -265,8 +265,8 @@ func (sqlite) release(ctx context.Context, s *Store, jobs []core.Job, next, now 
 	})
 }
 
-func (sqlite) completeFast(ctx context.Context, s *Store, results []core.AttemptResult, disableAfter time.Duration) ([]int64, bool, error) {
-	return nil, false, nil
+func (sqlite) completeFast(ctx context.Context, s *Store, results []core.AttemptResult, disableAfter time.Duration, r core.Reservation) ([]int64, []core.Job, bool, error) {
+	return nil, nil, false, nil
 }
 
 func (sqlite) lookUpByKey(tx *gorm.DB) error { return nil }

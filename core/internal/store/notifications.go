@@ -231,7 +231,9 @@ const plainFanOutPG = `WITH g AS (SELECT ` + settingsInUse + ` AS chosen),
 // pending or in flight, whose completion promotes the next in line after
 // this statement commits (it cannot lock the row before then); only the
 // lines without a head (ordered_head 0) are listed, in the third column,
-// for promoteLines to give one. A busy line thus costs the fan-out no
+// for promoteLines to give one. The second column, whether a delivery was
+// left pending for a claim, counts no waiting one: a line's arrival wakes
+// no dispatcher. A busy line thus costs the fan-out no
 // transaction of its own. Were ordered_head to name a finished delivery,
 // the dispatchers' sweep (PromoteOrdered) would still promote the line.
 func subscribedFanOutPG(want string) string {
@@ -251,8 +253,8 @@ func subscribedFanOutPG(want string) string {
 			FROM (SELECT w.id, COALESCE(o.lined, false) AS lined,
 					COALESCE(w.ordered = 0 AND w.id <= (SELECT last FROM c) AND NOT (w.id = ANY($9::bigint[])), false) AS leased
 				FROM w LEFT JOIN o ON o.id = w.id) AS w
-			RETURNING id, webhook_id, lease_token)
-		SELECT EXISTS (SELECT 1 FROM n), EXISTS (SELECT 1 FROM ins WHERE lease_token = ''),
+			RETURNING id, webhook_id, lease_token, state)
+		SELECT EXISTS (SELECT 1 FROM n), EXISTS (SELECT 1 FROM ins WHERE state = $11),
 			COALESCE((SELECT string_agg(id::text, ',') FROM o WHERE lined AND ordered_head = 0), ''),
 			x.id, x.webhook_id, x.url, x.secret_ciphertext, x.prev_secret_ciphertext, x.prev_secret_expires_at, x.max_per_second, x.burst
 		FROM (SELECT 1) AS one LEFT JOIN (
