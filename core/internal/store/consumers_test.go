@@ -325,7 +325,8 @@ func TestOrderedFanOutWaitsForALineBeingHandedOn(t *testing.T) {
 }
 
 // A hand-on cut short: the connection recording a head's success dies
-// after the head is finished and while the next is being promoted (the
+// after the head is finished and while the next is being promoted and
+// leased to the recorder (the
 // test holds the next delivery's row, then ends the completion's backend,
 // as a kill -9 of its process would). Nothing of the batch stays: the head
 // is still in flight under its lease and nothing is promoted; once the
@@ -376,7 +377,11 @@ func TestOrderedHandOnCutShortLosesNothing(t *testing.T) {
 	}
 	completed := make(chan error, 1)
 	go func() {
-		_, err := s.Complete(ctx, success(head[0]), 0)
+		// As a dispatcher records it: offering room for the next head.
+		_, next, err := s.CompleteHandingOn(ctx, success(head[0]), 0, core.Reservation{N: 1, Lease: time.Minute})
+		if len(next) > 0 {
+			err = fmt.Errorf("handed on %d with the connection dead (%v)", len(next), err)
+		}
 		completed <- err
 	}()
 	// The completion's promotion waits for b's row: end its backend there.
@@ -437,4 +442,103 @@ func TestOrderedHandOnCutShortLosesNothing(t *testing.T) {
 	if left, err := s.Unfinished(ctx); err != nil || left != 0 {
 		t.Fatalf("%d unfinished, %v", left, err)
 	}
+}
+
+// Recording a head's success hands its line on: on PostgreSQL the next
+// delivery is leased to the recorder, within the room it offers (here one
+// for two lines: the other line's next is left pending for a claim); a
+// recorder that dies before attempting it loses nothing, as the lease runs
+// out and a claim takes it up, still ahead of the rest of its line. On
+// SQLite nothing is handed on and the next heads are pending.
+func TestOrderedHandOnLeasesTheNextHead(t *testing.T) {
+	each(t, func(t *testing.T, s *store.Store, _ string) {
+		ctx := context.Background()
+		var mu sync.Mutex
+		now := time.Now()
+		store.SetClock(s, func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+		for _, u := range []string{"https://one.example.com/", "https://two.example.com/"} {
+			if _, _, err := s.RegisterWebhookWith(ctx, u, "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", core.WebhookSettings{Ordered: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, id := range []string{"a", "b", "c"} {
+			if _, err := s.CreateNotification(ctx, core.Notification{ID: id, Type: "test", DAO: "uniswap", OccurredAt: now, Data: []byte(`{}`)}, "test"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seen := map[int64][]string{} // by webhook
+		take := func(jobs []core.Job) {
+			for _, j := range jobs {
+				if !j.Ordered || j.Secret == "" || j.WebhookURL == "" || j.LeaseToken == "" {
+					t.Fatalf("job %+v is not ready to attempt", j)
+				}
+				seen[j.WebhookID] = append(seen[j.WebhookID], j.Notification.ID)
+			}
+		}
+		claim := func(want int) []core.Job {
+			t.Helper()
+			jobs, err := s.Claim(ctx, 10, time.Minute, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(jobs) != want {
+				t.Fatalf("claimed %d, want %d (%v)", len(jobs), want, seen)
+			}
+			take(jobs)
+			return jobs
+		}
+		success := func(jobs []core.Job) []core.AttemptResult {
+			var res []core.AttemptResult
+			for _, j := range jobs {
+				res = append(res, core.AttemptResult{Job: j, Outcome: core.OutcomeSucceeded, StartedAt: now, StatusCode: 200})
+			}
+			return res
+		}
+		heads := claim(2)
+		_, next, err := s.CompleteHandingOn(ctx, success(heads), 0, core.Reservation{N: 1, Lease: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		take(next)
+		if s.Dialect() != store.Postgres {
+			if len(next) != 0 {
+				t.Fatalf("SQLite handed on %d", len(next))
+			}
+			claim(2)
+			return
+		}
+		if len(next) != 1 || next[0].Notification.ID != "b" || next[0].Attempt != 1 {
+			t.Fatalf("handed on %+v, want the first line's b, attempt 1", next)
+		}
+		// The other line's b is pending; the handed one is leased.
+		other := claim(1)
+		if other[0].WebhookID == next[0].WebhookID {
+			t.Fatal("a claim took the delivery handed on")
+		}
+		// The recorder of the first line dies; the other line goes on.
+		if _, err := s.Complete(ctx, success(other), 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Complete(ctx, success(claim(1)), 0); err != nil { // the other line's c
+			t.Fatal(err)
+		}
+		claim(0)
+		mu.Lock()
+		now = now.Add(2 * time.Minute)
+		mu.Unlock()
+		again := claim(1)
+		if again[0].DeliveryID != next[0].DeliveryID || again[0].Attempt != 2 {
+			t.Fatalf("after the lease, claimed %+v, want the handed-on delivery again (attempt 2)", again[0])
+		}
+		if _, err := s.Complete(ctx, success(again), 0); err != nil {
+			t.Fatal(err)
+		}
+		claim(1)
+		want := map[int64]string{next[0].WebhookID: "[a b b c]", other[0].WebhookID: "[a b c]"}
+		for w, got := range seen {
+			if fmt.Sprint(got) != want[w] {
+				t.Fatalf("webhook %d got %v, want %s", w, got, want[w])
+			}
+		}
+	})
 }
