@@ -53,7 +53,9 @@ type Chain interface {
 
 // Config tunes a Runner. Zero fields take the defaults (WithDefaults).
 type Config struct {
-	// PollInterval is the pause between two polls of the head once caught up.
+	// PollInterval is how often the head is polled once caught up: from
+	// the start of one poll to the start of the next (a poll longer than
+	// it is followed at once by the next).
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// InitialRange and MaxRange bound the block range of one eth_getLogs:
 	// it halves when a provider refuses it and doubles while results are few.
@@ -75,6 +77,12 @@ type Config struct {
 	// behind the shared cursor, each reading history once for all its
 	// DAOs) run at once besides the head polls.
 	CatchUpConcurrency int `yaml:"catch_up_concurrency"`
+	// DAOConcurrency is how many DAOs' parts of one block range are built
+	// at once: their eth_calls (a new proposal's details, quorums, the
+	// states of open proposals at the range's end) wait on the node
+	// together, within the chain's max_concurrency, instead of one DAO
+	// after the other.
+	DAOConcurrency int `yaml:"dao_concurrency"`
 	// ProbeConcurrency is how many DAOs are checked at once (probe: the
 	// governor's code and kind, its token, its clock and timelock) when
 	// many are added together, as at a first start.
@@ -97,6 +105,7 @@ const (
 	DefaultLockRetry    = 2 * time.Second
 
 	DefaultCatchUpConcurrency = 2
+	DefaultDAOConcurrency     = 8
 	DefaultProbeConcurrency   = 16
 	DefaultMaxFailureBackoff  = time.Minute
 	DefaultProgressEvery      = time.Minute
@@ -119,6 +128,9 @@ func (c Config) WithDefaults() Config {
 	set(&c.ProgressEvery, DefaultProgressEvery)
 	if c.CatchUpConcurrency == 0 {
 		c.CatchUpConcurrency = DefaultCatchUpConcurrency
+	}
+	if c.DAOConcurrency == 0 {
+		c.DAOConcurrency = DefaultDAOConcurrency
 	}
 	if c.ProbeConcurrency == 0 {
 		c.ProbeConcurrency = DefaultProbeConcurrency
@@ -159,6 +171,8 @@ func (c Config) Validate() error {
 		return errors.New("indexer: lagging_after: must be positive")
 	case c.CatchUpConcurrency < 1:
 		return errors.New("indexer: catch_up_concurrency: must be at least 1")
+	case c.DAOConcurrency < 1:
+		return errors.New("indexer: dao_concurrency: must be at least 1")
 	case c.ProbeConcurrency < 1:
 		return errors.New("indexer: probe_concurrency: must be at least 1")
 	case c.MaxFailureBackoff < c.PollInterval:

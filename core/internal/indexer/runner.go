@@ -52,9 +52,6 @@ type Runner struct {
 
 	// calls counts eth_calls to governors, for the benchmark.
 	calls atomic.Int64
-	// settleMu serialises the settles of the DAOs' parts: one settle's
-	// eth_calls (clocks, states, quorums) at a time.
-	settleMu sync.Mutex
 
 	// mu guards daos, bySlug, want, leader and every daoState's status,
 	// phase and cursor fields.
@@ -363,8 +360,13 @@ func (r *Runner) lead(ctx context.Context, lease Lease) {
 	defer r.sweeps.stop()
 	r.log.Info("indexing chain")
 	for {
+		began := time.Now()
 		err := r.poll(ctx, false)
-		delay := r.cfg.PollInterval
+		// Polls start every PollInterval, not PollInterval after the last
+		// one ended: a poll that took a second still leaves the head read
+		// a block time after the one before, so the lag behind the head is
+		// the interval's, not the interval plus the poll's.
+		delay := max(0, r.cfg.PollInterval-time.Since(began))
 		switch {
 		case err != nil && ctx.Err() == nil:
 			r.failures++

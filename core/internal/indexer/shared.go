@@ -13,6 +13,7 @@ import (
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/govgate/govgate/core"
 )
@@ -287,17 +288,20 @@ func (r *Runner) advance(ctx context.Context, target uint64, tHash common.Hash, 
 		}
 		byDAO := route(logs, members, func(*daoState) uint64 { return from - 1 })
 		settle := to == target
+		var jobs []partJob
+		for _, d := range members {
+			if dl := byDAO[d]; len(dl) > 0 || (settle && d.open) || isJoining[d] {
+				jobs = append(jobs, partJob{d: d, logs: dl})
+			}
+		}
+		built, err := r.buildParts(ctx, jobs, to, toHash, toTime, settle)
+		if err != nil {
+			return fmt.Errorf("blocks %d-%d: %w", from, to, err)
+		}
 		var parts []core.IndexBatch
 		blocks := blockRefs(logs)
-		for _, d := range members {
-			dl := byDAO[d]
-			if len(dl) == 0 && !(settle && d.open) && !isJoining[d] {
-				continue
-			}
-			part, err := r.buildPart(ctx, d, dl, to, toHash, toTime, settle, d.notifyFrom)
-			if err != nil {
-				return fmt.Errorf("dao %s: blocks %d-%d: %w", d.dao.Slug, from, to, err)
-			}
+		for i, part := range built {
+			d := jobs[i].d
 			if isJoining[d] {
 				part.Prev = d.ownPrev()
 				part.Cursor = Cursor{Block: to, Hash: toHash.Hex(), NotifyFrom: d.notifyFrom}
@@ -417,10 +421,7 @@ func (r *Runner) buildPart(ctx context.Context, d *daoState, logs []types.Log, t
 	if settle {
 		// Time-driven states are read at the end of a step: every node
 		// has its state, and the crossings since the last one all show.
-		r.settleMu.Lock()
-		err := b.settle(ctx, to, toHash, toTime)
-		r.settleMu.Unlock()
-		if err != nil {
+		if err := b.settle(ctx, to, toHash, toTime); err != nil {
 			return core.IndexBatch{}, fmt.Errorf("proposal states at block %d: %w", to, err)
 		}
 	}
@@ -443,8 +444,41 @@ func (r *Runner) buildPart(ctx context.Context, d *daoState, logs []types.Log, t
 	if to > r.cfg.KeepBlocks {
 		b.batch.PruneBelow = to - r.cfg.KeepBlocks
 	}
+	r.mu.Lock()
 	d.events += uint64(len(logs))
+	r.mu.Unlock()
 	return b.batch, nil
+}
+
+// partJob is one DAO's share of a range: the logs routed to it.
+type partJob struct {
+	d    *daoState
+	logs []types.Log
+}
+
+// buildParts builds the parts of a range's DAOs, in the order of jobs,
+// DAOConcurrency at a time: a part's eth_calls wait on the node, and the
+// gateway bounds the calls in flight (max_concurrency), so DAOs with
+// proposals to read no longer queue behind each other. Each DAO is in one
+// job only, and its builder touches only that DAO's state.
+func (r *Runner) buildParts(ctx context.Context, jobs []partJob, to uint64, toHash common.Hash, toTime uint64, settle bool) ([]core.IndexBatch, error) {
+	parts := make([]core.IndexBatch, len(jobs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.cfg.DAOConcurrency)
+	for i, j := range jobs {
+		g.Go(func() error {
+			p, err := r.buildPart(gctx, j.d, j.logs, to, toHash, toTime, settle, j.d.notifyFrom)
+			if err != nil {
+				return fmt.Errorf("dao %s: %w", j.d.dao.Slug, err)
+			}
+			parts[i] = p
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return parts, nil
 }
 
 // counted tallies what a written part held, for the progress log.

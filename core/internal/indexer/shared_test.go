@@ -2,9 +2,11 @@ package indexer
 
 import (
 	"context"
+	"fmt"
 	"math/big"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
@@ -210,5 +212,100 @@ func TestDAOsChangeAtRunTime(t *testing.T) {
 				t.Fatal("a removed DAO has a status")
 			}
 		})
+	}
+}
+
+// overlapLog is a Chain that counts the eth_calls in flight. Until two
+// overlap, a call waits for another (at most a while): DAOs whose parts are
+// built one after the other never overlap, and the test sees it without
+// depending on how fast the machine is.
+type overlapLog struct {
+	Chain
+	mu       sync.Mutex
+	inFlight int
+	most     int
+	overlap  chan struct{}
+	closed   bool
+	waited   bool // a call gave up waiting for another
+}
+
+func (c *overlapLog) arm() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.overlap, c.closed, c.most = make(chan struct{}), false, 0
+}
+
+func (c *overlapLog) CallContract(ctx context.Context, msg ethereum.CallMsg, n *big.Int) ([]byte, error) {
+	c.mu.Lock()
+	c.inFlight++
+	c.most = max(c.most, c.inFlight)
+	gate := c.overlap
+	if gate != nil && c.inFlight >= 2 && !c.closed {
+		close(gate)
+		c.closed = true
+	}
+	c.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-time.After(10 * time.Second):
+			c.mu.Lock()
+			if !c.closed {
+				close(gate)
+				c.closed, c.waited = true, true
+			}
+			c.mu.Unlock()
+		}
+	}
+	defer func() {
+		c.mu.Lock()
+		c.inFlight--
+		c.mu.Unlock()
+	}()
+	return c.Chain.CallContract(ctx, msg, n)
+}
+
+// TestPartsOfARangeAreBuiltTogether: at the head, the DAOs with proposals
+// to read in one range read them concurrently, never more than
+// dao_concurrency at once.
+func TestPartsOfARangeAreBuiltTogether(t *testing.T) {
+	ctx := context.Background()
+	c := startChain(t, devchain.Options{Accounts: 4})
+	ds, err := c.DeployScale(ctx, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &overlapLog{Chain: newGateway(t, c.ChainConfig())}
+	store := newMemStore()
+	const limit = 3
+	r, err := NewRunner(cl, store, NewLocalLocker(), devchain.ChainID, 0, scaleDAOs(ds), Config{DAOConcurrency: limit}, Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range ds {
+		if _, err := c.Propose(ctx, d, 0, fmt.Sprintf("# Proposal %d", i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.arm()
+	if err := r.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cl.mu.Lock()
+	most, waited := cl.most, cl.waited
+	cl.mu.Unlock()
+	if waited || most < 2 {
+		t.Fatalf("the DAOs' parts read one at a time (most calls in flight: %d)", most)
+	}
+	if most > limit {
+		t.Fatalf("%d calls in flight, dao_concurrency is %d", most, limit)
+	}
+	for _, d := range ds {
+		if n := len(store.allProposals(d.Slug)); n != 1 {
+			t.Fatalf("%s: %d proposals indexed, want 1", d.Slug, n)
+		}
 	}
 }

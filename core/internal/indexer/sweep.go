@@ -411,13 +411,24 @@ func (r *Runner) sweepApply(ctx context.Context, sw *sweep, rd sweepRead, settle
 	byDAO := route(logs, parts, func(d *daoState) uint64 { return cursorOf[d] })
 	batch := core.ChainBatch{ChainID: r.chainID, Blocks: appendRef(blockRefs(logs), BlockRef{Number: to, Hash: toHash.Hex()})}
 	next := Cursor{Block: to, Hash: toHash.Hex()}
+	var jobs []partJob
 	for _, d := range parts {
-		dl := byDAO[d]
+		if dl := byDAO[d]; len(dl) > 0 || (settle && d.open) {
+			jobs = append(jobs, partJob{d: d, logs: dl})
+		}
+	}
+	built, err := r.buildParts(ctx, jobs, to, toHash, toTime, settle)
+	if err != nil {
+		return err
+	}
+	builtOf := make(map[*daoState]*core.IndexBatch, len(jobs))
+	for i := range jobs {
+		builtOf[jobs[i].d] = &built[i]
+	}
+	for _, d := range parts {
 		var part core.IndexBatch
-		if len(dl) > 0 || (settle && d.open) {
-			if part, err = r.buildPart(ctx, d, dl, to, toHash, toTime, settle, d.notifyFrom); err != nil {
-				return fmt.Errorf("dao %s: %w", d.dao.Slug, err)
-			}
+		if p := builtOf[d]; p != nil {
+			part = *p
 		} else {
 			part = core.IndexBatch{DAO: d.dao.Slug, ChainID: r.chainID, Generation: d.dao.Generation}
 			r.withGovernor(d, &part)
