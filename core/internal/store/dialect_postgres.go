@@ -108,10 +108,10 @@ const lockLinesPG = `SELECT id FROM webhooks WHERE id = ANY($1::bigint[]) ORDER 
 
 // promoteLinesPG is promoteLines in one statement, run after lockLinesPG in
 // the same transaction: read committed gives it a snapshot taken after the
-// lock, so it sees every line change the lock waited for. For each active
-// ordered webhook of $1 whose head ($3 = active) is not pending or in
-// flight, the first waiting delivery becomes pending, due at $2, and the
-// webhook's ordered_head names it (0 when nothing waits). The head's state
+// lock, so it sees every line change the lock waited for. For each
+// ordered webhook of $1 that is active ($3) and whose head is not pending
+// or in flight, the first waiting delivery becomes pending, due at $2, and
+// the webhook's ordered_head names it (0 when nothing waits). The head's state
 // is looked up by primary key and compared outside the lookup, so the
 // planner never matches it to the partial index of unfinished deliveries.
 // It returns how many it promoted.
@@ -148,6 +148,7 @@ const promoteLinesHeadPG = `WITH headless AS (SELECT wh.id FROM webhooks wh
 		FROM headless),
 	h AS (UPDATE webhooks SET ordered_head = nx.next FROM nx WHERE webhooks.id = nx.id AND webhooks.ordered_head <> nx.next RETURNING webhooks.id),`
 
+// lockLines runs lockLinesPG in tx.
 func (postgres) lockLines(tx *gorm.DB, ids []int64) error {
 	if _, err := txQuerier(tx).ExecContext(tx.Statement.Context, lockLinesPG, ids); err != nil {
 		return fmt.Errorf("lock ordered webhooks: %w", err)
@@ -306,8 +307,9 @@ func (postgres) completeFast(ctx context.Context, s *Store, results []core.Attem
 	}
 	if anyOrdered(results) {
 		if ord, rest := splitOrdered(results); len(rest) > 0 {
-			// The heads of ordered lines take the general path, which
-			// promotes the next of each; the rest keep the fast one.
+			// The heads of ordered lines are recorded apart (by the fast
+			// path too if they all succeeded), so that the rest keep the
+			// fast path whatever the heads' outcomes.
 			d1, err := s.Complete(ctx, rest, disableAfter)
 			if err != nil {
 				return nil, nil, true, err
