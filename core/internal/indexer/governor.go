@@ -177,8 +177,9 @@ func (c caller) clockAt(ctx context.Context, block uint64) (uint64, error) {
 // info reads the governor's clock mode (ERC-6372 CLOCK_MODE, block numbers
 // when it has none) and its timelock's grace period. A call that reverts
 // means the contract lacks the function; any other failure is returned, to
-// be tried again on the next poll.
-func (c caller) info(ctx context.Context) (governorInfo, error) {
+// be tried again on the next poll. countingMode is the governor's
+// COUNTING_MODE() answer as checkKind read it (nil: not read).
+func (c caller) info(ctx context.Context, countingMode []byte) (governorInfo, error) {
 	gi := governorInfo{clock: core.ClockBlockNumber}
 	if c.d.dao.Kind == core.KindOZGovernor {
 		v, err := c.call(ctx, c.governor, nil, "CLOCK_MODE")
@@ -198,12 +199,20 @@ func (c caller) info(ctx context.Context) (governorInfo, error) {
 		case !isRevert(err):
 			return gi, err
 		}
-		v, err = c.call(ctx, c.governor, nil, "COUNTING_MODE")
-		switch {
-		case err == nil:
-			gi.countingMode, _ = v.(string)
-		case !isRevert(err):
-			return gi, err
+		if countingMode != nil {
+			vals, err := callsABI.Methods["COUNTING_MODE"].Outputs.Unpack(countingMode)
+			if err != nil {
+				return gi, fmt.Errorf("COUNTING_MODE: %w", err)
+			}
+			gi.countingMode, _ = vals[0].(string)
+		} else {
+			v, err = c.call(ctx, c.governor, nil, "COUNTING_MODE")
+			switch {
+			case err == nil:
+				gi.countingMode, _ = v.(string)
+			case !isRevert(err):
+				return gi, err
+			}
 		}
 		// An OpenZeppelin governor: its COUNTING_MODE's quorum= rule.
 		gi.quorumAbstain = core.GovernorInfo{CountingMode: gi.countingMode}.QuorumCountsAbstain(core.KindOZGovernor)

@@ -44,10 +44,11 @@ var probeCalls = mustABI(probeABI)
 // any other error (the node did not answer) is worth another try.
 func (r *Runner) probe(ctx context.Context, d *daoState) (governorInfo, error) {
 	ctx = withDAO(withPart(ctx, "probe"), d.dao.Slug)
-	if err := checkKind(ctx, r.chain, d.dao, d.governor); err != nil {
+	counting, err := checkKind(ctx, r.chain, d.dao, d.governor)
+	if err != nil {
 		return governorInfo{}, err
 	}
-	gi, err := caller{r: r, d: d, governor: d.governor}.info(ctx)
+	gi, err := caller{r: r, d: d, governor: d.governor}.info(ctx, counting)
 	if err != nil {
 		return gi, fmt.Errorf("governor: %w", err)
 	}
@@ -172,8 +173,9 @@ func (r *Runner) keepDetails(ctx context.Context, list []*daoState) {
 }
 
 // checkKind refutes a governor that holds no code or does not answer as
-// kind.
-func checkKind(ctx context.Context, c Chain, dao core.DAO, gov common.Address) error {
+// kind. For an OpenZeppelin governor it returns the COUNTING_MODE() answer
+// that proved it one, which info decodes instead of asking again.
+func checkKind(ctx context.Context, c Chain, dao core.DAO, gov common.Address) (countingMode []byte, err error) {
 	refuse := func(field, format string, args ...any) error {
 		return &ProbeError{DAO: dao.Slug, Field: field, Message: fmt.Sprintf(format, args...)}
 	}
@@ -200,42 +202,42 @@ func checkKind(ctx context.Context, c Chain, dao core.DAO, gov common.Address) e
 	case core.KindOZGovernor:
 		out, err := call("COUNTING_MODE")
 		if err == nil && len(out) >= 64 {
-			return nil
+			return out, nil
 		}
 		if err != nil && !isRevert(err) {
-			return fmt.Errorf("governor COUNTING_MODE: %w", err)
+			return nil, fmt.Errorf("governor COUNTING_MODE: %w", err)
 		}
 		if err := noCode(); err != nil {
-			return err
+			return nil, err
 		}
-		return refuse("kind", "the governor at %s does not answer as an OpenZeppelin governor (no COUNTING_MODE())", gov.Hex())
+		return nil, refuse("kind", "the governor at %s does not answer as an OpenZeppelin governor (no COUNTING_MODE())", gov.Hex())
 	case core.KindGovernorBravo, core.KindGovernorAlpha:
 		out, err := call("quorumVotes")
 		if err == nil && len(out) == 32 {
 			props, err := call("proposals", big.NewInt(0))
 			if err != nil && !isRevert(err) {
-				return fmt.Errorf("governor proposals(0): %w", err)
+				return nil, fmt.Errorf("governor proposals(0): %w", err)
 			}
 			words := len(props) / 32
 			switch {
 			case dao.Kind == core.KindGovernorBravo && words == 10, dao.Kind == core.KindGovernorAlpha && words == 9:
-				return nil
+				return nil, nil
 			case words == 9:
-				return refuse("kind", "the governor at %s answers as a GovernorAlpha (its proposals() has no abstain votes): set kind governor-alpha", gov.Hex())
+				return nil, refuse("kind", "the governor at %s answers as a GovernorAlpha (its proposals() has no abstain votes): set kind governor-alpha", gov.Hex())
 			case words == 10:
-				return refuse("kind", "the governor at %s answers as a GovernorBravo (its proposals() has abstain votes): set kind governor-bravo", gov.Hex())
+				return nil, refuse("kind", "the governor at %s answers as a GovernorBravo (its proposals() has abstain votes): set kind governor-bravo", gov.Hex())
 			}
-			return refuse("kind", "the governor at %s does not answer proposals(uint256) as %s does", gov.Hex(), dao.Kind)
+			return nil, refuse("kind", "the governor at %s does not answer proposals(uint256) as %s does", gov.Hex(), dao.Kind)
 		}
 		if err != nil && !isRevert(err) {
-			return fmt.Errorf("governor quorumVotes: %w", err)
+			return nil, fmt.Errorf("governor quorumVotes: %w", err)
 		}
 		if err := noCode(); err != nil {
-			return err
+			return nil, err
 		}
-		return refuse("kind", "the governor at %s does not answer as %s (no quorumVotes())", gov.Hex(), dao.Kind)
+		return nil, refuse("kind", "the governor at %s does not answer as %s (no quorumVotes())", gov.Hex(), dao.Kind)
 	}
-	return refuse("kind", "unknown kind %q", dao.Kind)
+	return nil, refuse("kind", "unknown kind %q", dao.Kind)
 }
 
 // checkToken refutes a voting token that answers neither getVotes
