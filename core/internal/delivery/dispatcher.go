@@ -50,6 +50,14 @@ type LineSweeper interface {
 	PromoteOrdered(ctx context.Context) (int, error)
 }
 
+// LineHandOn is a Queue that hands an ordered line's next delivery to the
+// dispatcher that records the end of the line's head (store.Store): in the
+// transaction that records it, the next delivery is leased within the room
+// r and returned (next), so the line costs no claim and no wait for one.
+type LineHandOn interface {
+	CompleteHandingOn(ctx context.Context, results []core.AttemptResult, disableAfter time.Duration, r core.Reservation) (deactivated []int64, next []core.Job, err error)
+}
+
 // sweepEvery is how often Run sweeps ordered lines.
 const sweepEvery = time.Second
 
@@ -689,19 +697,16 @@ func (d *Dispatcher) recordLoop(ctx context.Context) {
 				batch = batch[:0]
 				return
 			}
-			deact, err := d.cfg.Queue.Complete(ctx, batch, d.cfg.DisableAfter)
+			deact, handed, err := d.complete(ctx, batch)
 			if err == nil {
 				for _, id := range deact {
 					d.log.Warn("webhook deactivated by delivery failures", "webhook", id)
 				}
 				d.cfg.Metrics.recorded(batch)
-				for _, r := range batch {
-					if r.Job.Ordered && r.Outcome != core.OutcomeRetry {
-						// Complete promoted the next of its line: claim it now
-						// rather than at the next poll.
-						d.Wake()
-						break
-					}
+				if handed < endedLines(batch) {
+					// The record promoted the next of a line without handing
+					// it over: claim it now rather than at the next poll.
+					d.Wake()
 				}
 				batch = batch[:0]
 				return
@@ -749,6 +754,37 @@ func (d *Dispatcher) recordLoop(ctx context.Context) {
 		linger.Stop()
 		flush()
 	}
+}
+
+// complete records batch. Where it ends the heads of ordered lines and the
+// queue can hand lines on, room for their next deliveries is reserved and
+// what the queue leases in it is handed to the workers: handed is how many.
+func (d *Dispatcher) complete(ctx context.Context, batch []core.AttemptResult) (deact []int64, handed int, err error) {
+	h, ok := d.cfg.Queue.(LineHandOn)
+	lines := endedLines(batch)
+	if !ok || lines == 0 {
+		deact, err = d.cfg.Queue.Complete(ctx, batch, d.cfg.DisableAfter)
+		return deact, 0, err
+	}
+	r := d.reserve(claimed, lines)
+	deact, next, err := h.CompleteHandingOn(ctx, batch, d.cfg.DisableAfter, r)
+	if err != nil {
+		next = nil // the transaction, and any lease in it, did not commit
+	}
+	d.Hand(r, next)
+	return deact, len(next), err
+}
+
+// endedLines counts the results that end the head of an ordered line
+// (every outcome but a retry): the lines whose next delivery is promoted.
+func endedLines(batch []core.AttemptResult) int {
+	n := 0
+	for _, r := range batch {
+		if r.Job.Ordered && r.Outcome != core.OutcomeRetry {
+			n++
+		}
+	}
+	return n
 }
 
 // attempt makes one delivery attempt and decides what comes next.

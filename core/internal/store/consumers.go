@@ -320,19 +320,30 @@ func orDash(s string) string {
 
 // promoteLines moves the next waiting delivery of each ordered webhook in
 // ids to the front of its line (pending, due now) unless the line already
-// has a head that is pending or in flight. It runs in the caller's
+// has a head that is pending or in flight, and records the head in the
+// webhook's ordered_head (0 for an empty line). It runs in the caller's
 // transaction and locks each webhook's row first (PostgreSQL), in id order,
 // so that two processes never both promote: the statements after the lock
-// see whatever the other committed. It returns how many it promoted.
+// see whatever the other committed. It returns how many it promoted. How
+// it does so is the dialect's: one statement after the lock on
+// PostgreSQL, a few per line on SQLite (promoteEach).
 func (s *Store) promoteLines(tx *gorm.DB, ids []int64, now time.Time) (int, error) {
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	lock := s.dialect.forUpdate()
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	return s.dialect.promoteLines(tx, ids, now)
+}
+
+// promoteEach is promoteLines one line at a time, for SQLite, whose single
+// writer makes the lock moot and whose statements cost no round trip.
+func promoteEach(tx *gorm.DB, ids []int64, now time.Time) (int, error) {
 	promoted := 0
 	for _, id := range ids {
 		var hooks []webhookRow
-		if err := tx.Raw(`SELECT id, state, ordered, ordered_head FROM webhooks WHERE id = ?`+lock, id).Scan(&hooks).Error; err != nil {
+		if err := tx.Raw(`SELECT id, state, ordered, ordered_head FROM webhooks WHERE id = ?`, id).Scan(&hooks).Error; err != nil {
 			return promoted, fmt.Errorf("promote line: %w", err)
 		}
 		if len(hooks) == 0 || hooks[0].Ordered != 1 || hooks[0].State != string(core.WebhookActive) {

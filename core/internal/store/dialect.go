@@ -30,8 +30,6 @@ type dialect interface {
 	// lockForUpdate makes q, a read in a transaction, lock the rows it
 	// reads until the transaction ends.
 	lockForUpdate(q *gorm.DB) *gorm.DB
-	// forUpdate is lockForUpdate as the suffix of a raw SELECT.
-	forUpdate() string
 	// containsFormat is a condition, with %s for a column and ? for a
 	// string, true when the column's text contains the string.
 	containsFormat() string
@@ -60,8 +58,9 @@ type dialect interface {
 	// due at next.
 	release(ctx context.Context, s *Store, jobs []core.Job, next, now time.Time) error
 	// completeFast completes results by a way of the dialect's own where
-	// one fits them; done reports whether it did.
-	completeFast(ctx context.Context, s *Store, results []core.AttemptResult, disableAfter time.Duration) (deactivated []int64, done bool, err error)
+	// one fits them, handing on ordered lines within r (see
+	// Store.CompleteHandingOn); done reports whether it did.
+	completeFast(ctx context.Context, s *Store, results []core.AttemptResult, disableAfter time.Duration, r core.Reservation) (deactivated []int64, next []core.Job, done bool, err error)
 	// lookUpByKey readies a completion's transaction for statements that
 	// look every row up by its primary key.
 	lookUpByKey(tx *gorm.DB) error
@@ -76,6 +75,12 @@ type dialect interface {
 	// insertNotificationTx stores n with its deliveries in the caller's
 	// transaction tx.
 	insertNotificationTx(tx *gorm.DB, s *Store, n core.Notification, source string, traceParent string) (fanOut, error)
+	// lockLines locks ordered webhooks' rows (ids sorted, distinct, not
+	// empty) for promoting their lines, until tx ends.
+	lockLines(tx *gorm.DB, ids []int64) error
+	// promoteLines is Store.promoteLines for ids (sorted, distinct, not
+	// empty) in the caller's transaction tx.
+	promoteLines(tx *gorm.DB, ids []int64, now time.Time) (int, error)
 
 	// insertTokenEvents appends a batch's events to the event log.
 	insertTokenEvents(tx *gorm.DB, rows []tokenEventRow) error

@@ -98,7 +98,88 @@ func (postgres) bindFrom(query string, first int) string {
 
 func (postgres) containsFormat() string { return "strpos(%s, ?) > 0" }
 
-func (postgres) forUpdate() string { return " FOR UPDATE" }
+// lockLinesPG locks ordered webhooks' rows ($1, sorted) for promoting
+// their lines, in id order. FOR NO KEY UPDATE is what an UPDATE of the row
+// takes anyway (a completion's failure streak), so a transaction that
+// updated the row first needs no stronger lock; it conflicts with itself
+// and with the fan-out's FOR SHARE (subscribedFanOutPG), which is what
+// keeps a line's promotions and its new arrivals from missing each other.
+const lockLinesPG = `SELECT id FROM webhooks WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE`
+
+// promoteLinesPG is promoteLines in one statement, run after lockLinesPG in
+// the same transaction: read committed gives it a snapshot taken after the
+// lock, so it sees every line change the lock waited for. For each
+// ordered webhook of $1 that is active ($3) and whose head is not pending
+// or in flight, the first waiting delivery becomes pending, due at $2, and
+// the webhook's ordered_head names it (0 when nothing waits). The head's state
+// is looked up by primary key and compared outside the lookup, so the
+// planner never matches it to the partial index of unfinished deliveries.
+// It returns how many it promoted.
+const promoteLinesPG = promoteLinesHeadPG + `
+	p AS (UPDATE deliveries SET state = 'pending', next_attempt_at = $2, updated_at = $2
+		FROM nx WHERE deliveries.id = nx.next AND deliveries.state = 'waiting' RETURNING deliveries.id)
+	SELECT (SELECT count(*) FROM p)`
+
+// handOnLinesPG is promoteLinesPG leasing the first $4 of the new heads
+// (by id) to the caller, in flight under token $5 until $6, as a claim
+// would, and returning them as a claim does (claimedColumns): the
+// dispatcher that recorded a line's head is handed the next one without a
+// claim of its own. The heads beyond $4 are pending, as promoteLinesPG
+// leaves them.
+const handOnLinesPG = promoteLinesHeadPG + `
+	p AS (UPDATE deliveries SET state = CASE WHEN k.leased THEN 'in_flight' ELSE 'pending' END,
+			lease_token = CASE WHEN k.leased THEN $5::text ELSE '' END,
+			next_attempt_at = CASE WHEN k.leased THEN $6::timestamptz ELSE $2::timestamptz END,
+			attempts = deliveries.attempts + CASE WHEN k.leased THEN 1 ELSE 0 END, updated_at = $2
+		FROM (SELECT next, row_number() OVER (ORDER BY next) <= $4 AS leased FROM nx WHERE next <> 0) AS k
+		WHERE deliveries.id = k.next AND deliveries.state = 'waiting'
+		RETURNING deliveries.id, deliveries.notification_id, deliveries.webhook_id, deliveries.attempts, deliveries.lease_token)
+	SELECT ` + claimedColumns + `
+	FROM p AS c JOIN notifications n ON n.id = c.notification_id JOIN webhooks w ON w.id = c.webhook_id
+	WHERE c.lease_token <> ''`
+
+// promoteLinesHeadPG is what promoteLinesPG and handOnLinesPG share: the
+// lines without a head (headless), the first waiting delivery of each
+// (nx, 0 for none) and the webhooks' ordered_head set to it (h).
+const promoteLinesHeadPG = `WITH headless AS (SELECT wh.id FROM webhooks wh
+		WHERE wh.id = ANY($1::bigint[]) AND wh.ordered = 1 AND wh.state = $3
+			AND COALESCE((SELECT d.state FROM deliveries d WHERE d.id = wh.ordered_head), '') NOT IN ('pending', 'in_flight')),
+	nx AS MATERIALIZED (SELECT headless.id, COALESCE((SELECT d.id FROM deliveries d WHERE d.webhook_id = headless.id AND d.state = 'waiting' ORDER BY d.id LIMIT 1), 0) AS next
+		FROM headless),
+	h AS (UPDATE webhooks SET ordered_head = nx.next FROM nx WHERE webhooks.id = nx.id AND webhooks.ordered_head <> nx.next RETURNING webhooks.id),`
+
+// lockLines runs lockLinesPG in tx.
+func (postgres) lockLines(tx *gorm.DB, ids []int64) error {
+	if _, err := txQuerier(tx).ExecContext(tx.Statement.Context, lockLinesPG, ids); err != nil {
+		return fmt.Errorf("lock ordered webhooks: %w", err)
+	}
+	return nil
+}
+
+// promoteLines locks the lines' webhooks (again, at no cost, if the
+// transaction already did), then promotes in one statement: two round
+// trips whatever the number of lines.
+func (p postgres) promoteLines(tx *gorm.DB, ids []int64, now time.Time) (int, error) {
+	if err := p.lockLines(tx, ids); err != nil {
+		return 0, fmt.Errorf("promote lines: %w", err)
+	}
+	q, ctx := txQuerier(tx), tx.Statement.Context
+	rows, err := q.QueryContext(ctx, promoteLinesPG, ids, now, string(core.WebhookActive))
+	if err != nil {
+		return 0, fmt.Errorf("promote lines: %w", err)
+	}
+	defer rows.Close()
+	var n int
+	for rows.Next() {
+		if err := rows.Scan(&n); err != nil {
+			return 0, fmt.Errorf("promote lines: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("promote lines: %w", err)
+	}
+	return n, nil
+}
 
 func (postgres) lockForUpdate(q *gorm.DB) *gorm.DB {
 	return q.Clauses(clause.Locking{Strength: "UPDATE"})
@@ -211,29 +292,33 @@ func (postgres) release(ctx context.Context, s *Store, jobs []core.Job, next, no
 	return nil
 }
 
-// completeFast gives the heads of ordered lines the general path, which
-// promotes the next of each, apart from the rest; a batch of successes
-// alone takes one statement (completeSucceeded).
-func (postgres) completeFast(ctx context.Context, s *Store, results []core.AttemptResult, disableAfter time.Duration) ([]int64, bool, error) {
+// completeFast completes a batch of successes in one round trip
+// (completeSucceeded), promoting the next of each ordered line whose head
+// is among them, leased to the caller within r; in a batch with failures
+// the heads of ordered lines take the general path apart from the rest,
+// which may then be all successes.
+func (postgres) completeFast(ctx context.Context, s *Store, results []core.AttemptResult, disableAfter time.Duration, r core.Reservation) ([]int64, []core.Job, bool, error) {
+	if allSucceeded(results) {
+		next, err := s.completeSucceeded(ctx, results, s.now(), r)
+		if err != nil {
+			return nil, nil, true, fmt.Errorf("complete deliveries: %w", err)
+		}
+		return nil, next, true, nil
+	}
 	if anyOrdered(results) {
 		if ord, rest := splitOrdered(results); len(rest) > 0 {
-			// The heads of ordered lines take the general path, which
-			// promotes the next of each; the rest keep the fast one.
+			// The heads of ordered lines are recorded apart (by the fast
+			// path too if they all succeeded), so that the rest keep the
+			// fast path whatever the heads' outcomes.
 			d1, err := s.Complete(ctx, rest, disableAfter)
 			if err != nil {
-				return nil, true, err
+				return nil, nil, true, err
 			}
-			d2, err := s.Complete(ctx, ord, disableAfter)
-			return append(d1, d2...), true, err
+			d2, next, err := s.CompleteHandingOn(ctx, ord, disableAfter, r)
+			return append(d1, d2...), next, true, err
 		}
 	}
-	if allSucceeded(results) && !results[0].Job.Ordered {
-		if err := s.completeSucceeded(ctx, results, s.now()); err != nil {
-			return nil, true, fmt.Errorf("complete deliveries: %w", err)
-		}
-		return nil, true, nil
-	}
-	return nil, false, nil
+	return nil, nil, false, nil
 }
 
 // lookUpByKey turns sequential scans off for the transaction. On a young
@@ -288,8 +373,10 @@ func (postgres) createNotification(ctx context.Context, s *Store, n core.Notific
 		// The lines of ordered webhooks get their heads now; were this
 		// process to die first, the dispatchers' sweep (PromoteOrdered)
 		// would.
-		if _, perr := s.promote(ctx, f.ordered); perr != nil {
+		if n, perr := s.promote(ctx, f.ordered); perr != nil {
 			s.log.Warn("promote ordered deliveries; the sweep will", "err", perr)
+		} else if n > 0 {
+			f.queued = true // a new head waits for a claim
 		}
 	}
 	return f, err
@@ -299,7 +386,9 @@ func (postgres) insertNotificationTx(tx *gorm.DB, s *Store, n core.Notification,
 	f, err := s.insertNotificationPG(tx.Statement.Context, txQuerier(tx), n, source, core.Reservation{}, traceParent)
 	if err == nil && len(f.ordered) > 0 {
 		// In the producer's transaction: the heads commit with it.
-		_, err = s.promoteLines(tx, f.ordered, s.now())
+		var n int
+		n, err = s.promoteLines(tx, f.ordered, s.now())
+		f.queued = f.queued || n > 0
 	}
 	return f, err
 }

@@ -58,7 +58,13 @@ func (sqlite) containsFormat() string { return "instr(%s, ?) > 0" }
 
 // forUpdate is empty: SQLite's single writer connection keeps other
 // writers out already.
-func (sqlite) forUpdate() string { return "" }
+// lockLines has nothing to lock: SQLite's writers take turns.
+func (sqlite) lockLines(tx *gorm.DB, ids []int64) error { return nil }
+
+// promoteLines takes one line at a time: the single writer is the lock.
+func (sqlite) promoteLines(tx *gorm.DB, ids []int64, now time.Time) (int, error) {
+	return promoteEach(tx, ids, now)
+}
 
 func (sqlite) lockForUpdate(q *gorm.DB) *gorm.DB { return q }
 
@@ -259,8 +265,8 @@ func (sqlite) release(ctx context.Context, s *Store, jobs []core.Job, next, now 
 	})
 }
 
-func (sqlite) completeFast(ctx context.Context, s *Store, results []core.AttemptResult, disableAfter time.Duration) ([]int64, bool, error) {
-	return nil, false, nil
+func (sqlite) completeFast(ctx context.Context, s *Store, results []core.AttemptResult, disableAfter time.Duration, r core.Reservation) ([]int64, []core.Job, bool, error) {
+	return nil, nil, false, nil
 }
 
 func (sqlite) lookUpByKey(tx *gorm.DB) error { return nil }

@@ -73,8 +73,9 @@ type fanOut struct {
 	created bool
 	jobs    []core.Job
 	queued  bool
-	// ordered lists the ordered webhooks that got a delivery (waiting), whose
-	// lines need a head.
+	// ordered lists the ordered webhooks that got a delivery (waiting) and
+	// whose lines may need a head: on PostgreSQL only the lines that had
+	// none (see subscribedFanOutPG), on SQLite every one that got one.
 	ordered []int64
 }
 
@@ -221,25 +222,40 @@ const plainFanOutPG = `WITH g AS (SELECT ` + settingsInUse + ` AS chosen),
 // subscribedFanOutPG is insertNotificationPG's statement when webhooks
 // have settings: only the webhooks whose subscription (want) takes the
 // notification get a delivery, and ordered webhooks' deliveries join their
-// lines (waiting), never leased here: promoteLines picks each line's head,
-// from the ids in the fourth column.
+// lines (waiting), never leased here.
+//
+// The ordered webhooks' rows are read FOR SHARE (o), in id order, and
+// their delivery's state follows what o reads: the lock waits for a
+// promotion under way (lockLinesPG) and then reads the row as it
+// committed. A line whose ordered_head names a delivery still has a head,
+// pending or in flight, whose completion promotes the next in line after
+// this statement commits (it cannot lock the row before then); only the
+// lines without a head (ordered_head 0) are listed, in the third column,
+// for promoteLines to give one. The second column, whether a delivery was
+// left pending for a claim, counts no waiting one: a line's arrival wakes
+// no dispatcher. A busy line thus costs the fan-out no
+// transaction of its own. Were ordered_head to name a finished delivery,
+// the dispatchers' sweep (PromoteOrdered) would still promote the line.
 func subscribedFanOutPG(want string) string {
 	return `WITH n AS (INSERT INTO notifications (id, type, dao, occurred_at, body, source, created_at, trace_parent)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $15) ON CONFLICT (id) DO NOTHING RETURNING id),
 		w AS (SELECT id, ordered FROM webhooks WHERE state = $8 AND EXISTS (SELECT 1 FROM n) AND ` + want + `),
+		o AS (SELECT id, ordered = 1 AND state = $8 AS lined, ordered_head FROM webhooks WHERE id IN (SELECT id FROM w WHERE ordered = 1) ORDER BY id FOR SHARE),
 		l AS (SELECT id FROM w WHERE ordered = 0 AND NOT (id = ANY($9::bigint[])) ORDER BY id LIMIT $10),
 		c AS MATERIALIZED (SELECT max(id) AS last FROM l),
 		ins AS (INSERT INTO deliveries (notification_id, webhook_id, state, next_attempt_at, attempts, lease_token, last_status, last_error, created_at, updated_at)
 			SELECT $1, w.id,
-				CASE WHEN w.ordered = 1 THEN 'waiting' WHEN NOT w.leased THEN $11::text ELSE $12::text END,
+				CASE WHEN w.lined THEN 'waiting' WHEN NOT w.leased THEN $11::text ELSE $12::text END,
 				CASE WHEN NOT w.leased THEN $7::timestamptz ELSE $13::timestamptz END,
 				CASE WHEN NOT w.leased THEN 0 ELSE 1 END,
 				CASE WHEN NOT w.leased THEN '' ELSE $14::text END,
 				0, '', $7, $7
-			FROM (SELECT id, ordered, COALESCE(ordered = 0 AND id <= (SELECT last FROM c) AND NOT (id = ANY($9::bigint[])), false) AS leased FROM w) AS w
-			RETURNING id, webhook_id, lease_token)
-		SELECT EXISTS (SELECT 1 FROM n), EXISTS (SELECT 1 FROM ins WHERE lease_token = ''),
-			COALESCE((SELECT string_agg(id::text, ',') FROM w WHERE ordered = 1), ''),
+			FROM (SELECT w.id, COALESCE(o.lined, false) AS lined,
+					COALESCE(w.ordered = 0 AND w.id <= (SELECT last FROM c) AND NOT (w.id = ANY($9::bigint[])), false) AS leased
+				FROM w LEFT JOIN o ON o.id = w.id) AS w
+			RETURNING id, webhook_id, lease_token, state)
+		SELECT EXISTS (SELECT 1 FROM n), EXISTS (SELECT 1 FROM ins WHERE state = $11),
+			COALESCE((SELECT string_agg(id::text, ',') FROM o WHERE lined AND ordered_head = 0), ''),
 			x.id, x.webhook_id, x.url, x.secret_ciphertext, x.prev_secret_ciphertext, x.prev_secret_expires_at, x.max_per_second, x.burst
 		FROM (SELECT 1) AS one LEFT JOIN (
 			SELECT ins.id, ins.webhook_id, wh.url, wh.secret_ciphertext, wh.prev_secret_ciphertext, wh.prev_secret_expires_at, wh.max_per_second, wh.burst

@@ -46,22 +46,50 @@ func claimStatement(d dialect, where, lock string) string {
 		RETURNING id, notification_id, webhook_id, attempts`, 1)
 }
 
+// claimedColumns are what a claim returns of each delivery it leased (c),
+// with its notification (n) and webhook (w), in scanClaimed's order.
+const claimedColumns = `c.id, c.notification_id, c.webhook_id, c.attempts, n.body, n.trace_parent, w.url, w.state, w.secret_ciphertext,
+	w.prev_secret_ciphertext, w.prev_secret_expires_at, w.ordered, w.max_per_second, w.burst`
+
 // claimJoined runs the claim as a data-modifying CTE joined to the
 // notifications and webhooks it needs (PostgreSQL).
 func (s *Store) claimJoined(ctx context.Context, update string, args []any, token string, now, expires time.Time) ([]core.Job, error) {
 	q := `WITH c AS (` + update + `)
-		SELECT c.id, c.notification_id, c.webhook_id, c.attempts, n.body, n.trace_parent, w.url, w.state, w.secret_ciphertext,
-			w.prev_secret_ciphertext, w.prev_secret_expires_at, w.ordered, w.max_per_second, w.burst
+		SELECT ` + claimedColumns + `
 		FROM c JOIN notifications n ON n.id = c.notification_id JOIN webhooks w ON w.id = c.webhook_id`
 	rows, err := s.pool().QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
 	defer rows.Close()
+	jobs, orphans, err := s.scanClaimed(rows, token, now, expires)
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	for _, id := range orphans {
+		// The webhook was deactivated between fan-out and claim.
+		if _, err := s.pool().ExecContext(ctx, s.bind(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND lease_token = ?`),
+			string(core.DeliveryCanceled), now, now, "webhook deactivated", id, token); err != nil {
+			return nil, fmt.Errorf("claim deliveries: cancel a deactivated webhook's delivery: %w", err)
+		}
+	}
+	return jobs, nil
+}
+
+// claimedRows is what scanClaimed reads: database/sql's rows, or pgx's in a
+// batch.
+type claimedRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// scanClaimed turns the rows of claimedColumns leased under token into
+// jobs; orphans are the deliveries of webhooks no longer active, which the
+// caller cancels.
+func (s *Store) scanClaimed(rows claimedRows, token string, now, expires time.Time) (jobs []core.Job, orphans []int64, err error) {
 	notes := map[string]core.Notification{}
 	hooks := map[int64]claimedHook{}
-	var jobs []core.Job
-	var orphans []int64
 	for rows.Next() {
 		var (
 			j      core.Job
@@ -71,14 +99,14 @@ func (s *Store) claimJoined(ctx context.Context, update string, args []any, toke
 		)
 		if err := rows.Scan(&j.DeliveryID, &noteID, &j.WebhookID, &j.Attempt, &body, &j.TraceParent, &h.URL, &h.State, &h.SecretCiphertext,
 			&h.PrevSecretCiphertext, &h.PrevSecretExpiresAt, &h.Ordered, &h.MaxPerSecond, &h.Burst); err != nil {
-			return nil, fmt.Errorf("claim deliveries: %w", err)
+			return nil, nil, err
 		}
 		ch, ok := hooks[j.WebhookID]
 		if !ok {
 			ch = claimedHook{active: h.State == string(core.WebhookActive)}
 			if ch.active {
 				if ch, err = s.claimedHook(h, now); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 			}
 			hooks[j.WebhookID] = ch
@@ -91,7 +119,7 @@ func (s *Store) claimJoined(ctx context.Context, update string, args []any, toke
 		if !ok {
 			r := notificationRow{ID: noteID, Body: body}
 			if n, err = r.domain(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			notes[noteID] = n
 		}
@@ -99,17 +127,7 @@ func (s *Store) claimJoined(ctx context.Context, update string, args []any, toke
 		ch.fill(&j)
 		jobs = append(jobs, j)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim deliveries: %w", err)
-	}
-	for _, id := range orphans {
-		// The webhook was deactivated between fan-out and claim.
-		if _, err := s.pool().ExecContext(ctx, s.bind(`UPDATE deliveries SET state = ?, lease_token = '', completed_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND lease_token = ?`),
-			string(core.DeliveryCanceled), now, now, "webhook deactivated", id, token); err != nil {
-			return nil, fmt.Errorf("claim deliveries: cancel a deactivated webhook's delivery: %w", err)
-		}
-	}
-	return jobs, nil
+	return jobs, orphans, rows.Err()
 }
 
 // claimedHook is what a claim reads of a delivery's webhook.

@@ -21,16 +21,45 @@ import (
 // and the webhooks' failure streaks, deactivating a webhook on 410 or when
 // every delivery has failed for disableAfter (0: never). It returns the ids of webhooks it deactivated.
 func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disableAfter time.Duration) (deactivated []int64, err error) {
+	deactivated, _, err = s.CompleteHandingOn(ctx, results, disableAfter, core.Reservation{})
+	return deactivated, err
+}
+
+// CompleteHandingOn is Complete for a dispatcher with room r (at most r.N
+// deliveries leased for r.Lease, r.Exclude ignored): where the batch ends
+// the heads of ordered lines, the next delivery of each line is leased to
+// the caller in the same transaction and returned (next), instead of
+// being left pending for a claim. It does so for batches of successes on
+// PostgreSQL; elsewhere the next heads are pending, and next is empty. The
+// caller attempts next as it would claimed jobs; if it dies first their
+// leases run out and any process takes them up, still at the head of
+// their lines.
+func (s *Store) CompleteHandingOn(ctx context.Context, results []core.AttemptResult, disableAfter time.Duration, r core.Reservation) (deactivated []int64, next []core.Job, err error) {
 	if len(results) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	if d, done, err := s.dialect.completeFast(ctx, s, results, disableAfter); done {
-		return d, err
+	if d, next, done, err := s.dialect.completeFast(ctx, s, results, disableAfter, r); done {
+		return d, next, err
 	}
+	deactivated, err = s.completeGeneral(ctx, results, disableAfter)
+	return deactivated, nil, err
+}
+
+// completeGeneral is Complete for any batch, in one transaction of several
+// statements.
+func (s *Store) completeGeneral(ctx context.Context, results []core.AttemptResult, disableAfter time.Duration) (deactivated []int64, err error) {
 	now := s.now()
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := s.dialect.lookUpByKey(tx); err != nil {
 			return err
+		}
+		// Lines are locked before any other webhook (as in
+		// completeSucceeded), so that no transaction waits for a line's lock
+		// while holding another webhook's that the line's holder wants.
+		if lines := orderedLines(results); len(lines) > 0 {
+			if err := s.dialect.lockLines(tx, lines); err != nil {
+				return err
+			}
 		}
 		held, err := s.finishDeliveries(tx, results, now)
 		if err != nil {
@@ -158,6 +187,20 @@ func (s *Store) Complete(ctx context.Context, results []core.AttemptResult, disa
 	return deactivated, nil
 }
 
+// orderedLines lists, sorted and distinct, the webhooks of the heads of
+// ordered lines in results that finished (any outcome but a retry): the
+// lines to promote once they are recorded.
+func orderedLines(results []core.AttemptResult) []int64 {
+	var lines []int64
+	for _, r := range results {
+		if r.Job.Ordered && r.Outcome != core.OutcomeRetry {
+			lines = append(lines, r.Job.WebhookID)
+		}
+	}
+	slices.Sort(lines)
+	return slices.Compact(lines)
+}
+
 // anyOrdered reports whether a batch holds the head of an ordered line:
 // without one, as in most batches, it is not copied to be split.
 func anyOrdered(results []core.AttemptResult) bool {
@@ -194,11 +237,15 @@ func allSucceeded(results []core.AttemptResult) bool {
 
 // completeSucceeded is Complete for a batch of successes on PostgreSQL: one
 // statement finishes the deliveries whose lease the caller still holds,
-// logs their attempts and resets their webhooks' failure streaks, and it
-// goes out in one round trip with its transaction (pgx batch) instead of
-// six. Batches with failures take the general path, which also deactivates
+// logs their attempts and resets their webhooks' failure streaks, another
+// promotes the next delivery of each ordered line whose head is among them,
+// and it all goes out in one round trip with its transaction (pgx batch)
+// instead of six. Batches with failures take the general path, which also deactivates
 // webhooks.
-func (s *Store) completeSucceeded(ctx context.Context, results []core.AttemptResult, now time.Time) error {
+//
+// With room r, the ordered lines' next heads are leased to the caller and
+// returned (handOnLinesPG) rather than left pending.
+func (s *Store) completeSucceeded(ctx context.Context, results []core.AttemptResult, now time.Time, r core.Reservation) ([]core.Job, error) {
 	n := len(results)
 	ids, status := make([]int64, n), make([]int32, n)
 	tokens, states, errs := make([]string, n), make([]string, n), make([]string, n)
@@ -235,17 +282,47 @@ func (s *Store) completeSucceeded(ctx context.Context, results []core.AttemptRes
 				AND (consecutive_failures <> 0 OR failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < $16))
 		SELECT id FROM f`
 	args := append(append([]any{ids, tokens, states, status, now}, attemptArrays(attempts)...), now.Add(-time.Second), errs, started, duration, response, trace)
+	lines := orderedLines(results)
+	handOn := len(lines) > 0 && r.N > 0
+	token, expires := "", now.Add(r.Lease)
+	if handOn {
+		var err error
+		if token, err = newToken(); err != nil {
+			return nil, err
+		}
+	}
 	held := make(map[int64]bool, n)
+	var next []core.Job
 	err := s.pgBatch(ctx, func(c *pgx.Conn) error {
 		b := &pgx.Batch{}
 		b.Queue("BEGIN")
 		// See Complete: every lookup here is by primary key.
 		b.Queue("SET LOCAL enable_seqscan = off")
+		if len(lines) > 0 {
+			// The heads of ordered lines hand their lines on in the same
+			// transaction, still one round trip: their webhooks are locked
+			// first (before the failure streaks' updates, so that every
+			// transaction locks lines before other webhooks, in id order),
+			// and after the heads are finished the next of each line is
+			// promoted, in a statement whose snapshot follows the lock.
+			b.Queue(lockLinesPG, lines)
+		}
 		b.Queue(q, args...)
+		switch {
+		case handOn:
+			b.Queue(handOnLinesPG, lines, now, string(core.WebhookActive), r.N, token, expires)
+		case len(lines) > 0:
+			b.Queue(promoteLinesPG, lines, now, string(core.WebhookActive))
+		}
 		b.Queue("COMMIT")
 		br := c.SendBatch(ctx, b)
 		defer br.Close()
 		for i := 0; i < 2; i++ {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		if len(lines) > 0 {
 			if _, err := br.Exec(); err != nil {
 				return err
 			}
@@ -266,18 +343,36 @@ func (s *Store) completeSucceeded(ctx context.Context, results []core.AttemptRes
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		switch {
+		case handOn:
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			// The statement leases only heads of active webhooks (it reads
+			// them under the lines' lock): it leaves no orphan to cancel.
+			next, _, err = s.scanClaimed(rows, token, now, expires)
+			rows.Close()
+			if err != nil {
+				return err
+			}
+		case len(lines) > 0:
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
 		_, err = br.Exec()
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, r := range results {
-		if !held[r.Job.DeliveryID] {
-			s.log.Warn("attempt completed after its lease was lost", "delivery", r.Job.DeliveryID, "outcome", string(r.Outcome))
+	for _, res := range results {
+		if !held[res.Job.DeliveryID] {
+			s.log.Warn("attempt completed after its lease was lost", "delivery", res.Job.DeliveryID, "outcome", string(res.Outcome))
 		}
 	}
-	return nil
+	return next, nil
 }
 
 // newAttemptRow is the attempt log entry of a result, its texts bounded.
