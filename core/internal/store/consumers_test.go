@@ -542,3 +542,72 @@ func TestOrderedHandOnLeasesTheNextHead(t *testing.T) {
 		}
 	})
 }
+
+// Two producers (the indexers of two chains) store, each in its own
+// transaction, notifications for two ordered endpoints subscribed to
+// different types, in opposite orders, while both lines are empty. Each
+// fan-out promotes a head, which locks the line's webhook: were the lines
+// locked as each notification reaches them, each producer would hold one
+// line and wait for the other's, and PostgreSQL would abort one of them as
+// a deadlock. A producer locks every ordered line in id order before its
+// first fan-out instead, so the second waits for the first.
+func TestProducersIntoOrderedLinesDoNotDeadlock(t *testing.T) {
+	url := storetest.Postgres.NewDatabase(t)
+	s := storetest.Open(t, url, newBox(t), store.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, typ := range []string{"type.x", "type.y"} {
+		settings := core.WebhookSettings{Ordered: true, Subscription: core.Subscription{Types: []string{typ}}}
+		if _, _, err := s.RegisterWebhookWith(ctx, "https://"+typ+".example.com/", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", settings); err != nil {
+			t.Fatal(err)
+		}
+	}
+	note := func(id, typ string) core.Notification {
+		return core.Notification{ID: id, Type: typ, DAO: "uniswap", OccurredAt: time.Now(), Data: []byte(`{}`)}
+	}
+	first := s.DB().WithContext(ctx).Begin()
+	defer first.Rollback()
+	if _, err := s.InsertNotificationTx(first, note("first-x", "type.x"), "test"); err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan error, 1)
+	go func() {
+		tx := s.DB().WithContext(ctx).Begin()
+		defer tx.Rollback()
+		for _, n := range []core.Notification{note("second-y", "type.y"), note("second-x", "type.x")} {
+			if _, err := s.InsertNotificationTx(tx, n, "test"); err != nil {
+				second <- err
+				return
+			}
+		}
+		second <- tx.Commit().Error
+	}()
+	// Once the second producer waits for a lock the first holds, the first
+	// reaches for the other line.
+	for waiting := false; !waiting; {
+		var n int64
+		if err := s.DB().WithContext(ctx).Raw(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n).Error; err != nil {
+			t.Fatal(err)
+		}
+		waiting = n > 0
+		if ctx.Err() != nil {
+			t.Fatal("the second producer never waited for the first")
+		}
+	}
+	if _, err := s.InsertNotificationTx(first, note("first-y", "type.y"), "test"); err != nil {
+		t.Fatalf("the first producer: %v", err)
+	}
+	if err := first.Commit().Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("the second producer: %v", err)
+	}
+	var deliveries int64
+	if err := s.DB().WithContext(ctx).Raw(`SELECT count(*) FROM deliveries`).Scan(&deliveries).Error; err != nil {
+		t.Fatal(err)
+	}
+	if deliveries != 4 {
+		t.Fatalf("%d deliveries, want 4 (one a notification)", deliveries)
+	}
+}

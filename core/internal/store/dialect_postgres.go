@@ -368,7 +368,7 @@ func (postgres) updateFinished(tx *gorm.DB, results []core.AttemptResult, f fini
 
 func (postgres) createNotification(ctx context.Context, s *Store, n core.Notification, source string, r core.Reservation, traceParent string) (fanOut, error) {
 	// One statement, atomic on its own: no transaction round trips.
-	f, err := s.insertNotificationPG(ctx, s.pool(), n, source, r, traceParent)
+	f, err := s.insertNotificationPG(ctx, s.pool(), n, source, r, traceParent, false)
 	if err == nil && len(f.ordered) > 0 {
 		// The lines of ordered webhooks get their heads now; were this
 		// process to die first, the dispatchers' sweep (PromoteOrdered)
@@ -383,7 +383,7 @@ func (postgres) createNotification(ctx context.Context, s *Store, n core.Notific
 }
 
 func (postgres) insertNotificationTx(tx *gorm.DB, s *Store, n core.Notification, source string, traceParent string) (fanOut, error) {
-	f, err := s.insertNotificationPG(tx.Statement.Context, txQuerier(tx), n, source, core.Reservation{}, traceParent)
+	f, err := s.insertNotificationPG(tx.Statement.Context, txQuerier(tx), n, source, core.Reservation{}, traceParent, true)
 	if err == nil && len(f.ordered) > 0 {
 		// In the producer's transaction: the heads commit with it.
 		var n int

@@ -161,7 +161,10 @@ func (s *Store) startTrace(ctx context.Context, n core.Notification) (string, fu
 // webhooks' deliveries in line. The plain one writes nothing when
 // settingsInUse, which it reads in its own snapshot, and says so; the
 // subscribed one then runs.
-func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Notification, source string, r core.Reservation, traceParent string) (fanOut, error) {
+//
+// inTx says that q is a producer's transaction, which may store more
+// notifications (see lockAllLinesPG).
+func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Notification, source string, r core.Reservation, traceParent string, inTx bool) (fanOut, error) {
 	body, err := NotificationBody(n)
 	if err != nil {
 		return fanOut{}, err
@@ -183,6 +186,11 @@ func (s *Store) insertNotificationPG(ctx context.Context, q querier, n core.Noti
 			return f, err
 		}
 		s.settingsFound()
+	}
+	if inTx {
+		if _, err := q.ExecContext(ctx, lockAllLinesPG, string(core.WebhookActive)); err != nil {
+			return fanOut{}, fmt.Errorf("lock ordered lines: %w", err)
+		}
 	}
 	// The subscription's condition binds after the statement's own 15
 	// parameters.
@@ -218,6 +226,24 @@ const plainFanOutPG = `WITH g AS (SELECT ` + settingsInUse + ` AS chosen),
 		FROM ins JOIN webhooks wh ON wh.id = ins.webhook_id WHERE ins.lease_token <> ''
 	) AS x ON true
 	ORDER BY x.webhook_id`
+
+// lockAllLinesPG locks every active ordered webhook's row ($1: active), in
+// id order, before a producer's transaction fans a notification out. Such
+// a transaction may store many notifications (an indexer's batch), each
+// reaching its own set of lines (subscriptions), and each fan-out that
+// gives a line its head locks the line's row FOR NO KEY UPDATE until the
+// transaction ends. Locked as each notification reached them, two
+// producers (two chains' indexers) could each hold one line and wait for
+// the other's, and a completion, which locks its lines in id order, could
+// hold one a producer waits for while waiting for one the producer took
+// earlier: PostgreSQL would abort one side as a deadlock
+// (TestProducersIntoOrderedLinesDoNotDeadlock). Locked up front in id
+// order, the producer takes its lines in the one order every other
+// transaction takes them, at the strongest mode it will need; re-locking a
+// row it holds costs it no wait. A webhook made ordered between this
+// statement and the fan-out can still be locked out of order: it would
+// cost one retried transaction, not a notification.
+const lockAllLinesPG = `SELECT id FROM webhooks WHERE ordered = 1 AND state = $1 ORDER BY id FOR NO KEY UPDATE`
 
 // subscribedFanOutPG is insertNotificationPG's statement when webhooks
 // have settings: only the webhooks whose subscription (want) takes the
