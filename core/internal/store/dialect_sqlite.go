@@ -154,6 +154,13 @@ func (d sqlite) claim(ctx context.Context, s *Store, where string, args []any, t
 	if len(claimed) == 0 {
 		return nil, nil
 	}
+	// The claim has committed: its deliveries are leased to the caller,
+	// who can give back only what it is handed. The reads that make them
+	// jobs are local and short, so they do not stop for a context that
+	// ends meanwhile (a dispatcher stopping): were they cut short, the
+	// deliveries would sit leased to nobody until their leases ran out,
+	// instead of being given back with the rest of what was not started.
+	ctx = context.WithoutCancel(ctx)
 	var nIDs, wIDs []any
 	seenN, seenW := map[string]bool{}, map[int64]bool{}
 	for _, c := range claimed {
